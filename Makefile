@@ -1,0 +1,35 @@
+# rag-bot: `make run` serves the chat, `make test` runs every test. Both set up .venv first.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint bench eval install clean
+
+$(STAMP): pyproject.toml constraints.txt
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/rag-bot serve
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check rag_bot tests bench app.py
+	$(BIN)/mypy rag_bot
+
+bench: $(STAMP)
+	$(BIN)/python bench/bench_foundation.py
+
+eval: $(STAMP)
+	$(BIN)/rag-bot eval
+
+clean:
+	rm -rf $(VENV) storage/chroma.sqlite3 storage/*/

@@ -1,0 +1,161 @@
+"""The `rag-bot` command line: ingest, ask, serve, stats."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from rag_bot.settings import Settings, get_settings
+
+
+def _print_answer(answer: Any, out: TextIO) -> None:
+    out.write(answer.answer + "\n")
+    if answer.citations:
+        out.write("\nSources:\n")
+        for c in answer.citations:
+            out.write(f"[{c.n}] {c.title} ({c.doc_id}, {c.source})\n    “{c.quote}”\n")
+
+
+def _fail(message: str, code: int = 1) -> int:
+    print(f"rag-bot: {message}", file=sys.stderr)
+    return code
+
+
+def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
+    """Index the given files and folders (default: the seeds folder)."""
+    from tqdm import tqdm
+
+    from rag_bot.engine import Engine
+
+    paths = [Path(p) for p in args.paths] or [settings.seeds]
+    engine = Engine(settings)
+    bar: Any = None
+
+    def on_read(result: Any) -> None:
+        nonlocal bar
+        for problem in result.problems:
+            print(f"warning: {problem}", file=sys.stderr)
+        bar = tqdm(total=len(result.papers), unit="paper", desc="Indexing", disable=args.quiet, file=sys.stderr)
+
+    report, result = engine.ingest(paths, prune=args.prune, progress=lambda n: bar.update(n), on_read=on_read)
+    if bar is not None:
+        bar.close()
+    if args.prune and result.problems:
+        print("warning: --prune was skipped because some input could not be read", file=sys.stderr)
+    print(f"Read {len(result.papers)} papers from {result.files} files: {report}. "
+          f"The index holds {engine.index.count()} papers.")
+    if not result.papers and result.problems:
+        return 1
+    return 0
+
+
+def _questions(args: argparse.Namespace) -> list[str]:
+    if args.batch:
+        stream = sys.stdin if args.batch == "-" else open(args.batch, encoding="utf-8")
+        with stream:
+            return [line.strip() for line in stream if line.strip()]
+    return [" ".join(args.question)]
+
+
+def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
+    """Answer one question, or one per line of a batch file, with citations."""
+    if args.batch and args.question:
+        return _fail("give either a question or --batch FILE, not both", 2)
+    try:
+        questions = _questions(args)
+    except OSError as exc:
+        return _fail(f"cannot read {args.batch}: {exc.strerror}", 2)
+    if not args.batch and not questions[0].strip():
+        return _fail("the question is empty; try: rag-bot ask \"what does the collection say about X?\"", 2)
+    from rag_bot.engine import Engine
+
+    engine = Engine(settings)
+    engine.require_index()
+    for question in questions:
+        answer = engine.ask(question, mode=args.mode)
+        if args.json:
+            print(json.dumps(answer.to_json(), ensure_ascii=False), flush=True)
+        else:
+            _print_answer(answer, sys.stdout)
+            if len(questions) > 1:
+                print("\n---\n")
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
+    """Print the size and place of the index."""
+    from rag_bot.engine import Engine
+
+    stats = Engine(settings).stats()
+    if args.json:
+        print(json.dumps(stats))
+    else:
+        print(f"{stats['papers']} papers, {stats['chunks']} chunks in the {stats['store']}")
+        print(f"embedding: {stats['embedding']}")
+        for source, n in stats["sources"].items():
+            print(f"  {source}: {n}")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    """Serve the chat (ingesting the seeds first if the index is empty)."""
+    from rag_bot.ui import serve
+
+    serve(settings)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of `rag-bot`."""
+    parser = argparse.ArgumentParser(prog="rag-bot", description="Cited answers about research abstracts.")
+    parser.add_argument("--storage", help="store folder (RAG_BOT_STORAGE)")
+    parser.add_argument("--chroma-url", help="Chroma server http://host:port (RAG_BOT_CHROMA_URL)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("ingest", help="index corpus files (.txt seed files, .jsonl, .jsonl.gz)")
+    p.add_argument("paths", nargs="*", help="files or folders (default: seeds/)")
+    p.add_argument("--prune", action="store_true", help="drop stored papers that are not in these paths")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("ask", help="answer a question with citations")
+    p.add_argument("question", nargs="*", help="the question")
+    p.add_argument("--json", action="store_true", help="print one JSON object per question")
+    p.add_argument("--batch", metavar="FILE", help="one question per line ('-' for standard input)")
+    p.add_argument("--mode", choices=["ask", "summary", "compare"], help="override the detected mode")
+    p.set_defaults(func=cmd_ask)
+
+    p = sub.add_parser("stats", help="size and place of the index")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("serve", help="serve the chat on http://127.0.0.1:7860")
+    p.set_defaults(func=cmd_serve)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `rag-bot` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        settings = get_settings(storage=args.storage, chroma_url=args.chroma_url)
+    except Exception as exc:  # pydantic's validation error, e.g. a bad RAG_BOT_ value
+        return _fail(f"bad setting: {exc}".splitlines()[0] + " (see README, Settings)", 2)
+    from rag_bot.engine import EmptyQuestionError, NoIndexError
+    from rag_bot.index import StoreError
+
+    try:
+        return int(args.func(args, settings))
+    except (NoIndexError, StoreError) as exc:
+        return _fail(str(exc))
+    except EmptyQuestionError as exc:
+        return _fail(str(exc), 2)
+    except KeyboardInterrupt:
+        return _fail("interrupted; run the same command again to finish", 130)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

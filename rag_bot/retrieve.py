@@ -1,0 +1,186 @@
+"""Retrieval: a question -> papers ranked best first.
+
+Dense chunk retrieval (llama-index over Chroma) and BM25 (bm25s) over whole abstracts are fused by
+weighted reciprocal rank; chunks are aggregated to their paper (max); papers the question names
+("CorrSteer", "Quartet 2") are found through their aliases and put first.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from llama_index.core.retrievers import BaseRetriever
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+from rag_bot.index import PaperIndex
+from rag_bot.settings import Settings
+from rag_bot.text import clean_markup, normalize_name
+from rag_bot.types import Paper, ScoredPaper
+
+RRF_K = 60
+
+
+@dataclass
+class NameIndex:
+    """Aliases of papers (the names they introduce), normalised for lookup."""
+
+    by_key: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # key -> [(alias, doc_id)]
+
+    @classmethod
+    def build(cls, papers: list[Paper]) -> NameIndex:
+        """The alias table of a collection."""
+        index = cls()
+        for paper in papers:
+            for alias in paper.aliases:
+                key = normalize_name(alias)
+                if len(key) >= 2:
+                    index.by_key.setdefault(key, []).append((alias, paper.doc_id))
+        return index
+
+    def find(self, question: str) -> list[str]:
+        """doc_ids of papers named in the question, in the order they are named."""
+        tokens = re.findall(r"[\w][\w\-–.+]*[\w+]|[\w]", question)
+        found: list[str] = []
+        for size in (3, 2, 1):
+            for i in range(len(tokens) - size + 1):
+                raw = " ".join(tokens[i:i + size])
+                for alias, doc_id in self.by_key.get(normalize_name(raw), []):
+                    if _alias_matches(alias, raw) and doc_id not in found:
+                        found.append(doc_id)
+        order = {doc_id: question.lower().find(self._first_word(doc_id)) for doc_id in found}
+        return sorted(found, key=lambda d: order[d])
+
+    def _first_word(self, doc_id: str) -> str:
+        for entries in self.by_key.values():
+            for alias, d in entries:
+                if d == doc_id:
+                    return alias.split()[0].lower()[:4]
+        return ""
+
+
+def _alias_matches(alias: str, raw: str) -> bool:
+    # An all-capitals alias that is also a word (ECHO, BRIDGE, CAT, TIE) must be written in capitals;
+    # names with inner capitals or digits (CorrSteer, Quartet II) match however they are written.
+    letters = re.sub(r"[^A-Za-z]", "", alias)
+    if letters.isupper() and len(letters) <= 8:
+        return re.sub(r"[^A-Za-z0-9]", "", raw) == re.sub(r"[^A-Za-z0-9]", "", alias)
+    return True
+
+
+def _cosine_from_chroma(score: float | None) -> float:
+    # llama-index's ChromaVectorStore reports exp(-distance); with a cosine space distance = 1 - cos.
+    return 1.0 + math.log(max(score or 1e-9, 1e-9))
+
+
+class PaperRetriever(BaseRetriever):
+    """llama-index retriever whose nodes are whole papers, ranked by fused dense + BM25 evidence."""
+
+    def __init__(self, index: PaperIndex, settings: Settings) -> None:
+        super().__init__()
+        self.index = index
+        self.settings = settings
+        self._papers: dict[str, Paper] = {}
+        self._ids: list[str] = []
+        self._bm25: Any = None
+        self.names = NameIndex()
+        self.reload()
+
+    def reload(self) -> None:
+        """Re-read the collection (after an ingest) for BM25 and the alias table."""
+        papers = self.index.all_papers()
+        self._papers = {p.doc_id: p for p in papers}
+        self._ids = [p.doc_id for p in papers]
+        self.names = NameIndex.build(papers)
+        self._bm25 = None
+        if papers and self.settings.retrieval != "dense":
+            import bm25s
+            import Stemmer
+
+            self._stemmer = Stemmer.Stemmer("english")
+            corpus = [f"{p.title} {' '.join(p.aliases)} {clean_markup(p.text)}" for p in papers]
+            tokens = bm25s.tokenize(corpus, stopwords="en", stemmer=self._stemmer, show_progress=False)
+            self._bm25 = bm25s.BM25()
+            self._bm25.index(tokens, show_progress=False)
+
+    @property
+    def papers(self) -> dict[str, Paper]:
+        """The collection, by doc_id."""
+        return self._papers
+
+    def _dense(self, question: str, k: int) -> dict[str, float]:
+        embedding = self.index.embedder.get_query_embedding(question)
+        bundle = QueryBundle(query_str=question, embedding=embedding)
+        retriever = self.index.llama_index.as_retriever(similarity_top_k=k)
+        best: dict[str, float] = {}
+        for hit in retriever.retrieve(bundle):
+            doc_id = hit.node.metadata.get("doc_id", "")
+            best[doc_id] = max(best.get(doc_id, -1.0), _cosine_from_chroma(hit.score))
+        # Whole-abstract vectors catch papers whose evidence is spread over several chunks.
+        got = self.index.papers.query(query_embeddings=[embedding], n_results=min(k, len(self._ids)))
+        for doc_id, distance in zip(got["ids"][0], got["distances"][0]):  # type: ignore[index]
+            best[doc_id] = max(best.get(doc_id, -1.0), 1.0 - float(distance))
+        return best
+
+    def _bm25_scores(self, question: str, k: int) -> dict[str, float]:
+        if self._bm25 is None:
+            return {}
+        import bm25s
+
+        tokens = bm25s.tokenize([question], stopwords="en", stemmer=self._stemmer, show_progress=False)
+        if not tokens.vocab:
+            return {}
+        docs, scores = self._bm25.retrieve(tokens, k=min(k, len(self._ids)), show_progress=False)
+        return {self._ids[int(d)]: float(s) for d, s in zip(docs[0], scores[0]) if s > 0}
+
+    def retrieve_papers(self, question: str, top_k: int | None = None) -> list[ScoredPaper]:
+        """Papers for a question, best first, with their fused score and best dense similarity."""
+        top_k = top_k or self.settings.top_k
+        if not self._ids:
+            return []
+        k = max(self.settings.chunk_candidates, top_k)
+        mode = self.settings.retrieval
+        dense = self._dense(question, k)
+        lexical = self._bm25_scores(question, k) if mode != "dense" else {}
+        fused: dict[str, float] = {}
+        weights = {"dense": 1.0, "bm25": 0.0, "hybrid": self.settings.dense_weight}[mode]
+        for ranking, weight in ((dense, weights), (lexical, 1.0 - weights)):
+            if weight <= 0:
+                continue
+            for rank, doc_id in enumerate(sorted(ranking, key=ranking.__getitem__, reverse=True)):
+                fused[doc_id] = fused.get(doc_id, 0.0) + weight / (RRF_K + rank + 1)
+        named = self.names.find(question)
+        for position, doc_id in enumerate(named):
+            fused[doc_id] = fused.get(doc_id, 0.0) + 1.0 - position * 0.01
+        ranked = sorted(fused, key=fused.__getitem__, reverse=True)[:top_k]
+        missing = [d for d in ranked if d not in dense]
+        if missing:  # named or BM25-only papers: their similarity still comes from the dense model
+            vectors = self.index.paper_vectors(missing)
+            query = np.asarray(self.index.embedder.get_query_embedding(question))
+            for doc_id, vector in vectors.items():
+                dense[doc_id] = float(np.dot(query, np.asarray(vector)))
+        return [
+            ScoredPaper(
+                paper=self._papers[d], score=round(fused[d], 6), similarity=round(dense.get(d, 0.0), 4),
+                named=d in named,
+            )
+            for d in ranked
+            if d in self._papers
+        ]
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return [
+            NodeWithScore(
+                node=TextNode(
+                    id_=sp.paper.doc_id,
+                    text=sp.paper.text,
+                    metadata={"doc_id": sp.paper.doc_id, "title": sp.paper.title, "source": sp.paper.source,
+                              "similarity": sp.similarity, "named": sp.named},
+                ),
+                score=sp.score,
+            )
+            for sp in self.retrieve_papers(query_bundle.query_str)
+        ]

@@ -1,0 +1,72 @@
+"""The one place rag-bot reads its configuration (environment variables prefixed RAG_BOT_, or a .env file)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Every knob of rag-bot, with its environment variable RAG_BOT_<NAME>."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="RAG_BOT_", env_file=".env", extra="ignore", populate_by_name=True
+    )
+
+    # --- corpus and store -------------------------------------------------------------------------
+    seeds: Path = Field(Path("seeds"), description="Folder (or file) ingested by default.")
+    storage: Path = Field(Path("storage"), description="Folder of the persistent Chroma store.")
+    chroma_url: str | None = Field(
+        None, description="http://host:port of a Chroma server (`chroma run`); overrides `storage`."
+    )
+    collection: str = Field("abstracts", description="Name prefix of the Chroma collections.")
+
+    # --- chunking and embedding -----------------------------------------------------------------
+    chunk_size: int = Field(
+        160, description="Chunk size in tokens (SentenceSplitter); measured in docs/chunking.md."
+    )
+    chunk_overlap: int = Field(32, description="Token overlap between consecutive chunks.")
+    max_tokens: int = Field(256, description="Embedding model input limit (MiniLM was trained at 256).")
+    embed_batch_size: int = Field(16, description="Texts per embedding batch.")
+
+    # --- retrieval --------------------------------------------------------------------------------
+    top_k: int = Field(10, description="Papers returned by retrieval (the JSON lists up to 10).")
+    chunk_candidates: int = Field(40, description="Chunks fetched from each retriever before fusion.")
+    retrieval: Literal["hybrid", "dense", "bm25"] = Field(
+        "hybrid", description="Retriever: dense, BM25, or both fused (see docs/eval.md)."
+    )
+    dense_weight: float = Field(0.6, description="Weight of the dense ranking in the fusion.")
+    min_score: float = Field(
+        0.30,
+        description="Refusal threshold: below this cosine similarity of the best paper the bot "
+        "declines (calibrated in docs/eval.md).",
+    )
+    answer_papers: int = Field(6, description="Most papers an answer or summary cites.")
+
+    # --- answer writing ---------------------------------------------------------------------------
+    llm: Literal["auto", "offline", "openai", "local"] = Field(
+        "auto", description="auto: an LLM when a key or base URL is set, else the offline composer."
+    )
+    openai_api_key: str | None = Field(
+        None,
+        validation_alias=AliasChoices("OPENAI_API_KEY", "RAG_BOT_OPENAI_API_KEY"),
+        description="Key of the OpenAI API (OPENAI_API_KEY).",
+    )
+    openai_base_url: str | None = Field(
+        None,
+        validation_alias=AliasChoices("OPENAI_BASE_URL", "RAG_BOT_OPENAI_BASE_URL"),
+        description="Base URL of any OpenAI-compatible server (OPENAI_BASE_URL).",
+    )
+    llm_model: str = Field("gpt-4o-mini", description="Chat model that writes answers.")
+
+    # --- chat server ------------------------------------------------------------------------------
+    host: str = Field("127.0.0.1", description="Address the chat binds to.")
+    port: int = Field(7860, description="Port of the chat.")
+
+
+def get_settings(**overrides: object) -> Settings:
+    """Settings from the environment, with explicit overrides (e.g. from CLI flags) on top."""
+    return Settings(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]

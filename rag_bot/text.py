@@ -1,0 +1,153 @@
+"""Reading abstract text: markup cleaning, sentences, links, and the names a paper introduces."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_LATEX_SYMBOLS = {
+    "times": "×", "approx": "≈", "sim": "~", "leq": "≤", "le": "≤", "geq": "≥", "ge": "≥",
+    "pm": "±", "cdot": "·", "to": "→", "rightarrow": "→", "leftarrow": "←", "infty": "∞",
+    "ell": "ℓ", "top": "ᵀ", "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "Delta": "Δ",
+    "epsilon": "ε", "varepsilon": "ε", "theta": "θ", "Theta": "Θ", "lambda": "λ", "mu": "μ",
+    "pi": "π", "sigma": "σ", "Sigma": "Σ", "tau": "τ", "phi": "φ", "omega": "ω", "Omega": "Ω",
+    "nabla": "∇", "partial": "∂", "in": "∈", "neq": "≠", "ll": "≪", "gg": "≫", "log": "log",
+    "%": "%", "&": "&", "_": "_", "#": "#", "$": "$",
+}
+# Commands whose argument is the visible text (\textbf{X} -> X).
+_WRAPPERS = re.compile(
+    r"\\(?:textbf|textit|textsc|texttt|textrm|textsf|emph|underline|mathrm|mathbf|mathit|mathcal|"
+    r"mathbb|boldsymbol|bm|text|operatorname|url|href|mbox|hat|tilde|bar|vec)\s*\{([^{}]*)\}"
+)
+_SYMBOL = re.compile(r"\\([A-Za-z]+|[%&_#$])")
+_MATH = re.compile(r"\$([^$]*)\$")
+_MD_BOLD = re.compile(r"(\*\*|__)(.+?)\1")
+_MD_ITALIC = re.compile(r"(?<![\w*])\*(?!\s)([^*\n]+?)\*(?![\w*])")
+_MD_CODE = re.compile(r"`([^`]+)`")
+_URL = re.compile(r"https?://[^\s)\]}>,;\"']+")
+
+
+def clean_markup(text: str) -> str:
+    """LaTeX and Markdown markup turned into plain readable text ("$1.7\\times$" -> "1.7×")."""
+    out = text
+    for _ in range(3):  # nested wrappers: \textbf{\textsc{X}}
+        out = _WRAPPERS.sub(r"\1", out)
+    out = _MATH.sub(lambda m: m.group(1), out)
+    out = _SYMBOL.sub(lambda m: _LATEX_SYMBOLS.get(m.group(1), m.group(1)), out)
+    out = re.sub(r"\^\{([^{}]*)\}", r"^\1", out)
+    out = re.sub(r"_\{([^{}]*)\}", r"_\1", out)
+    out = out.replace("{", "").replace("}", "")
+    out = _MD_BOLD.sub(r"\2", out)
+    out = _MD_ITALIC.sub(r"\1", out)
+    out = _MD_CODE.sub(r"\1", out)
+    out = re.sub(r"\s+", " ", out)
+    out = re.sub(r"\s+([.,;:%])", r"\1", out)
+    return out.strip()
+
+
+def find_links(text: str) -> list[str]:
+    """URLs in the text, without trailing punctuation."""
+    return list(dict.fromkeys(u.rstrip(".}") for u in _URL.findall(text)))
+
+
+_ABBREV = r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bet al\.)(?<!\bvs\.)(?<!\bcf\.)(?<!\bFig\.)(?<!\bEq\.)"
+_SENTENCE_END = re.compile(_ABBREV + r"(?<=[.!?])\s+(?=[A-Z0-9(\[\"“])")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a (cleaned) abstract."""
+    return [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
+
+
+# --- names ------------------------------------------------------------------------------------------
+_INTRO = re.compile(
+    r"\b(?:we|this paper|this work|our work)\s+(?:first\s+|further\s+|also\s+|then\s+)?"
+    r"(?:propose|introduce|present|develop|design|build|release|construct|curate|call|name|term|dub)s?\b"
+    r"|\b(?:introducing|proposing|presenting|called|named|dubbed|termed)\b",
+    re.IGNORECASE,
+)
+_ARTICLE = re.compile(r"^(?:the|a|an|our|two|three|new|novel)\s+", re.IGNORECASE)
+# A "name-like" token: has a capital after its first character, a digit, or is an all-caps word
+# (CorrSteer, Het-CPFLoRA, DSGym, VISTA, SSO, Quartet II).
+_NAMEY = re.compile(r"^(?=.*[A-Za-z])(?:[A-Za-z0-9]*[a-z0-9][A-Z]|[A-Z]{2,}|.*\d|[A-Z][a-z]+[-][A-Z])")
+_ACRONYM_DEF = re.compile(r"((?:[A-Z][\w\-–]*\s+){1,7}[A-Z][\w\-–]*)\s*\(([A-Z][\w\-–.]{1,20})\)")
+_ROMAN = {"ii": "2", "iii": "3", "iv": "4", "v": "5", "vi": "6"}
+
+
+def normalize_name(name: str) -> str:
+    """A name in comparable form: lower case, no spaces or punctuation, roman numerals as digits."""
+    words = re.findall(r"[a-z0-9]+", unicodedata.normalize("NFKD", name).lower())
+    return "".join(_ROMAN.get(w, w) if i else w for i, w in enumerate(words))
+
+
+def _is_namey(word: str) -> bool:
+    return bool(_NAMEY.match(word)) and word.lower() not in {"llm", "llms", "ai", "rl", "ood"}
+
+
+_PHRASE_ACRONYM = re.compile(r"^([A-Z][^,.;:()]{2,90}?)\s*\(([A-Z][\w\-–.+]{1,20})\)")
+
+
+def _names_at(fragment: str) -> list[str]:
+    """The names a fragment starts with ("CorrSteer, a method..." -> ["CorrSteer"])."""
+    fragment = _ARTICLE.sub("", _ARTICLE.sub("", fragment.strip()))
+    m = _PHRASE_ACRONYM.match(fragment)
+    if m:  # "Query-Adaptive Trust-Region policy Optimization (QUATRO)": acronym first
+        return [m.group(2).rstrip("."), m.group(1).strip()]
+    m = re.match(r"([A-Z][\w\-–.+]*(?:\s+(?:[A-Z][\w\-–+]*|\d+(?:\.\d+)?|[IVX]+))*)", fragment)
+    if not m:
+        return []
+    words = m.group(1).rstrip(".").split()
+    # A run of capitalised words counts when one of them looks like a name (Quartet II) or it is a
+    # multi-word proper name (Latent Velocity Entropy); a lone ordinary word ("Experiments") is not.
+    if any(_is_namey(w) for w in words) or 2 <= len(words) <= 6:
+        return [" ".join(words[:6])]
+    return []
+
+
+def introduced_names(text: str) -> list[str]:
+    """Names the abstract introduces for its method, model, dataset or benchmark (best first)."""
+    clean = clean_markup(text)
+    names: list[str] = []
+    for m in _INTRO.finditer(clean):
+        names.extend(_names_at(clean[m.end():m.end() + 140]))
+    for long, short in _ACRONYM_DEF.findall(clean):
+        # Only definitions of the paper's own names: "Latent Exploration Decoding (LED)".
+        if any(long.strip() == n or short == n for n in names):
+            names.extend([short, long.strip()])
+    out: list[str] = []
+    seen: set[str] = set()
+    for name in names:
+        part = name.strip(" ,.")
+        key = normalize_name(part)
+        if len(key) >= 2 and key not in seen:
+            seen.add(key)
+            out.append(part)
+    return out[:6]
+
+
+def derive_title(text: str, names: list[str] | None = None) -> str:
+    """A short display title: the introduced name with its descriptor, else the opening clause."""
+    clean = clean_markup(text)
+    names = introduced_names(text) if names is None else names
+    if len(names) >= 2 and names[1][0].upper() == names[0][0].upper() \
+            and len(names[1]) > len(names[0]) + 3 and " " in names[1]:
+        return _shorten(f"{names[0]}: {names[1]}", 90)
+    if names:
+        name = names[0]
+        pos = clean.find(name)
+        after = clean[pos + len(name):] if pos >= 0 else ""
+        after = re.sub(r"^\s*\([^)]*\)", "", after)
+        m = re.match(r"\s*[,:—–-]\s*((?:a|an|the)\s[^,.;:()]{16,90})", after)
+        if m:
+            return _shorten(f"{name}: {m.group(1).strip()}", 90)
+        return name
+    first = split_sentences(clean)[0] if clean else ""
+    clause = re.split(r"[,;:]", first)[0]
+    return _shorten(clause, 80)
+
+
+def _shorten(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0]
+    return cut.rstrip(",;:") + "…"
