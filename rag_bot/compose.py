@@ -35,7 +35,7 @@ _SUMMARY = re.compile(
     re.IGNORECASE,
 )
 _NUMERIC_QUESTION = re.compile(
-    r"\b(how (?:much|many|fast|large|big|well)|by how|what (?:is|was|are) the (?:gain|speed ?up|accuracy|"
+    r"\b(how (?:much|many|fast|large|big|well|often|long|small)|what (?:factor|percentage|fraction|number)|by how|what (?:is|was|are) the (?:gain|speed ?up|accuracy|"
     r"improvement|score|size|reduction|number)|gain|speed ?up|accuracy|percent|improve(?:ment)?|"
     r"reduc\w*|faster|score)\b",
     re.IGNORECASE,
@@ -111,6 +111,17 @@ class OfflineComposer(BaseSynthesizer):
         super().__init__(llm=MockLLM())
         self.embedder = embedder
         self.settings = settings
+        self._sentence_cache: dict[tuple[str, int], tuple[list[str], np.ndarray]] = {}
+
+    def sentence_vectors(self, paper: Paper) -> tuple[list[str], np.ndarray]:
+        """The cleaned sentences of a paper and their embeddings (cached: papers recur across questions)."""
+        key = (paper.doc_id, hash(paper.text))
+        if key not in self._sentence_cache:
+            sentences = split_sentences(clean_markup(paper.text)) or [clean_markup(paper.text)]
+            if len(self._sentence_cache) > 5000:
+                self._sentence_cache.clear()
+            self._sentence_cache[key] = (sentences, self.embedder.embed(sentences))
+        return self._sentence_cache[key]
 
     # --- llama-index synthesizer interface ---------------------------------------------------------
     def _get_prompts(self) -> dict[str, Any]:
@@ -150,9 +161,23 @@ class OfflineComposer(BaseSynthesizer):
                         metadata={"answer": answer})
 
     # --- composing -----------------------------------------------------------------------------------
-    def is_grounded(self, papers: Sequence[ScoredPaper]) -> bool:
-        """Whether the collection holds something relevant: a named paper or a close enough match."""
-        return bool(papers) and (papers[0].named or max(p.similarity for p in papers) >= self.settings.min_score)
+    def evidence(self, question: str, papers: Sequence[ScoredPaper]) -> float:
+        """How well the collection answers the question: the best sentence similarity in the top
+        papers plus how far the best paper stands out from the next ones (a near miss matches many
+        papers a little; an answerable question matches one paper clearly)."""
+        if not papers:
+            return 0.0
+        sims = sorted((p.similarity for p in papers), reverse=True)
+        margin = sims[0] - float(np.mean(sims[1:5])) if len(sims) > 1 else sims[0]
+        query = np.asarray(self.embedder.get_query_embedding(question))
+        best_sentence = max(float((self.sentence_vectors(p.paper)[1] @ query).max()) for p in papers[:3])
+        return best_sentence + self.settings.refusal_margin_weight * margin
+
+    def is_grounded(self, question: str, papers: Sequence[ScoredPaper]) -> bool:
+        """Whether the collection holds something relevant: a named paper or enough evidence."""
+        if not papers:
+            return False
+        return papers[0].named or self.evidence(question, papers) >= self.settings.refusal_threshold
 
     def relevant(self, papers: Sequence[ScoredPaper], margin: float, limit: int) -> list[ScoredPaper]:
         """Papers close enough to the best match to be worth citing."""
@@ -169,7 +194,7 @@ class OfflineComposer(BaseSynthesizer):
         retrieved: list[dict[str, float | str]] = [
             {"doc_id": p.paper.doc_id, "score": p.score} for p in papers[:10]
         ]
-        if not self.is_grounded(papers):
+        if not self.is_grounded(question, papers):
             return Answer(question=question, mode=mode, answer=self._refusal(papers), grounded=False,
                           citations=[], retrieved=retrieved)
         citer = _Citer()
@@ -192,12 +217,10 @@ class OfflineComposer(BaseSynthesizer):
 
     def _scored_sentences(self, question: str, papers: Sequence[ScoredPaper]) -> list[list[tuple[float, str]]]:
         """For each paper, its sentences with their relevance to the question (best first)."""
-        sentences = [split_sentences(clean_markup(p.paper.text)) for p in papers]
-        flat = [s for group in sentences for s in group]
-        if not flat:
-            return [[] for _ in papers]
-        vectors = self.embedder.embed(flat + [question])
-        sims = vectors[:-1] @ vectors[-1]
+        query = np.asarray(self.embedder.get_query_embedding(question))
+        pairs = [self.sentence_vectors(p.paper) for p in papers]
+        sentences = [group for group, _ in pairs]
+        sims = np.concatenate([vectors @ query for _, vectors in pairs])
         q_terms = _terms(question)
         numeric = bool(_NUMERIC_QUESTION.search(question))
         out: list[list[tuple[float, str]]] = []
@@ -208,7 +231,7 @@ class OfflineComposer(BaseSynthesizer):
                 overlap = len(q_terms & _terms(sentence)) / max(len(q_terms), 1)
                 score = float(sims[i]) + 0.3 * overlap
                 if numeric and re.search(r"\d", sentence):
-                    score += 0.12
+                    score += 0.2
                 score -= 0.01 * position  # earlier sentences state the contribution
                 scored.append((score, sentence))
                 i += 1
@@ -226,6 +249,11 @@ class OfflineComposer(BaseSynthesizer):
         # A second sentence from the best paper when it is nearly as relevant (details, figures).
         if len(lead) > 1 and lead[1][0] >= lead[0][0] - 0.08:
             lines.append(f"{lead[1][1]} {ref}")
+        # A question about a figure gets the paper's best sentence that reports one.
+        if _NUMERIC_QUESTION.search(question) and not any(re.search(r"\d", line.removesuffix(ref)) for line in lines):
+            figures = [s for _, s in lead if re.search(r"\d", s)]
+            if figures:
+                lines.append(f"{figures[0]} {ref}")
         parts.append(f"**{clean_markup(lead_paper.paper.title)}** {ref}: " + " ".join(lines))
         others = []
         for paper, sentences in zip(chosen[1:], scored[1:]):
@@ -261,7 +289,8 @@ class OfflineComposer(BaseSynthesizer):
         """Papers grouped by similarity of their abstracts, each group labelled by its shared terms."""
         if len(papers) <= 2:
             return [(self._label(question, papers, papers), list(papers))]
-        vectors = self.embedder.embed([clean_markup(p.paper.text) for p in papers])
+        vectors = np.stack([self.sentence_vectors(p.paper)[1].mean(axis=0) for p in papers])
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         sims = vectors @ vectors.T
         groups: list[list[int]] = [[i] for i in range(len(papers))]
         while len(groups) > 1:  # average-link agglomerative clustering

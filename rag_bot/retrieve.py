@@ -22,6 +22,21 @@ from rag_bot.text import clean_markup, normalize_name
 from rag_bot.types import Paper, ScoredPaper
 
 RRF_K = 60
+# Words that say what kind of answer is wanted, not what it is about; they only blur retrieval.
+_INSTRUCTION = re.compile(
+    r"\b(?:(?:please|can you|could you)\s+)?(?:summari[sz]e|give (?:me )?(?:an? )?(?:overview|summary)"
+    r"(?: of)?|overview of|compare|contrast|tell me (?:about|what)|explain|what does (?:the|this) "
+    r"collection (?:say|hold|have) (?:about|on)|what (?:has|does) (?:the|this) collection (?:got|have) "
+    r"(?:on|about)|is there (?:a |any )?(?:paper|work|research) (?:on|about|that)|which papers?|"
+    r"(?:the )?(?:work|research|papers|literature|studies) (?:on|about|that)|in (?:the|this) collection)\b",
+    re.IGNORECASE,
+)
+
+
+def topic_query(question: str) -> str:
+    """The question without the words that ask for a mode ("summarize the work on X" -> "X")."""
+    topic = " ".join(_INSTRUCTION.sub(" ", question).split()).strip(" ,.;:?")
+    return topic if len(topic) >= 3 else question
 
 
 @dataclass
@@ -143,8 +158,9 @@ class PaperRetriever(BaseRetriever):
             return []
         k = max(self.settings.chunk_candidates, top_k)
         mode = self.settings.retrieval
-        dense = self._dense(question, k)
-        lexical = self._bm25_scores(question, k) if mode != "dense" else {}
+        topic = topic_query(question)
+        dense = self._dense(topic, k)
+        lexical = self._bm25_scores(topic, k) if mode != "dense" else {}
         fused: dict[str, float] = {}
         weights = {"dense": 1.0, "bm25": 0.0, "hybrid": self.settings.dense_weight}[mode]
         for ranking, weight in ((dense, weights), (lexical, 1.0 - weights)):
@@ -159,7 +175,7 @@ class PaperRetriever(BaseRetriever):
         missing = [d for d in ranked if d not in dense]
         if missing:  # named or BM25-only papers: their similarity still comes from the dense model
             vectors = self.index.paper_vectors(missing)
-            query = np.asarray(self.index.embedder.get_query_embedding(question))
+            query = np.asarray(self.index.embedder.get_query_embedding(topic))
             for doc_id, vector in vectors.items():
                 dense[doc_id] = float(np.dot(query, np.asarray(vector)))
         return [

@@ -40,10 +40,14 @@ class Settings(BaseSettings):
     )
     dense_weight: float = Field(0.6, description="Weight of the dense ranking in the fusion.")
     min_score: float = Field(
-        0.30,
-        description="Refusal threshold: below this cosine similarity of the best paper the bot "
-        "declines (calibrated in docs/eval.md).",
+        0.30, description="Least cosine similarity of a paper to the question for it to be cited."
     )
+    refusal_threshold: float = Field(
+        0.49,
+        description="The bot declines when its evidence score (best sentence similarity in the top 3 "
+        "papers + margin weight x how far the best paper stands out) is below this; calibrated in docs/eval.md.",
+    )
+    refusal_margin_weight: float = Field(1.0, description="Weight of the best paper's margin in the evidence score.")
     answer_papers: int = Field(6, description="Most papers an answer or summary cites.")
 
     # --- answer writing ---------------------------------------------------------------------------

@@ -1,0 +1,113 @@
+"""`rag-bot eval`: a labelled question set through the real pipeline, scored as docs/eval.md reports."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rag_bot.engine import Engine
+from rag_bot.types import Answer
+
+DEFAULT_SET = Path(__file__).resolve().parent.parent / "tests" / "data" / "dev_questions.jsonl"
+
+
+@dataclass
+class Question:
+    """One labelled question."""
+
+    id: str
+    question: str
+    kind: str  # single | fact | summary | compare | unanswerable
+    expected: list[str]
+    mode: str | None = None
+    fact: str | None = None
+
+
+def load_questions(path: Path) -> list[Question]:
+    """A JSONL question set."""
+    out = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.strip():
+            try:
+                record = json.loads(line)
+                out.append(Question(**{k: record.get(k) for k in Question.__dataclass_fields__ if k in record}))
+            except (json.JSONDecodeError, TypeError) as exc:
+                raise ValueError(f"{path}:{lineno}: not a question record ({exc})") from exc
+    return out
+
+
+def citation_integrity(answer: Answer) -> bool:
+    """Every [n] has a source, every source is cited, numbered 1..k without gaps."""
+    used = {int(n) for n in re.findall(r"\[(\d+)\]", answer.answer)}
+    numbers = [c.n for c in answer.citations]
+    if not answer.grounded:
+        return not used and not numbers
+    return used == set(numbers) and sorted(numbers) == list(range(1, len(numbers) + 1))
+
+
+def evaluate(engine: Engine, questions: list[Question]) -> dict[str, Any]:
+    """Metrics of the engine on a question set."""
+    ranks: list[int | None] = []
+    set_recall: list[float] = []
+    refusals_ok: list[bool] = []
+    false_refusals: list[bool] = []
+    facts: list[bool] = []
+    integrity: list[bool] = []
+    latencies: list[float] = []
+    rows: list[dict[str, Any]] = []
+    for q in questions:
+        answer = engine.ask(q.question, mode=q.mode if q.kind in ("summary", "compare") else None)
+        latencies.append(answer.timings_ms["total"])
+        integrity.append(citation_integrity(answer))
+        ranking = [str(r["doc_id"]) for r in answer.retrieved]
+        cited = [c.doc_id for c in answer.citations]
+        row: dict[str, Any] = {"id": q.id, "kind": q.kind, "grounded": answer.grounded}
+        if q.kind == "unanswerable":
+            refusals_ok.append(not answer.grounded)
+        else:
+            false_refusals.append(not answer.grounded)
+        if q.kind in ("single", "fact"):
+            rank = ranking.index(q.expected[0]) + 1 if q.expected[0] in ranking else None
+            ranks.append(rank)
+            row["rank"] = rank
+        if q.kind in ("summary", "compare"):
+            recall = len(set(q.expected) & set(cited)) / len(q.expected)
+            set_recall.append(recall)
+            row["recall"] = recall
+        if q.kind == "fact" and q.fact:
+            ok = q.fact in answer.answer and q.expected[0] in cited
+            facts.append(ok)
+            row["fact_ok"] = ok
+        rows.append(row)
+
+    def mean(values: list[Any]) -> float | None:
+        return round(float(np.mean(values)), 3) if values else None
+
+    return {
+        "questions": len(questions),
+        "R@1": mean([r is not None and r <= 1 for r in ranks]),
+        "R@5": mean([r is not None and r <= 5 for r in ranks]),
+        "MRR@10": mean([1.0 / r if r is not None and r <= 10 else 0.0 for r in ranks]),
+        "summary/compare recall": mean(set_recall),
+        "refusal accuracy": mean(refusals_ok),
+        "false refusals": mean(false_refusals),
+        "fact accuracy": mean(facts),
+        "citation integrity": mean(integrity),
+        "latency p50 ms": round(float(np.percentile(latencies, 50)), 1) if latencies else None,
+        "latency p95 ms": round(float(np.percentile(latencies, 95)), 1) if latencies else None,
+        "rows": rows,
+    }
+
+
+def format_table(metrics: dict[str, Any]) -> str:
+    """The metrics as a Markdown table."""
+    lines = ["| metric | value |", "|---|---|"]
+    for key, value in metrics.items():
+        if key != "rows":
+            lines.append(f"| {key} | {'n/a' if value is None else value} |")
+    return "\n".join(lines)

@@ -1,0 +1,281 @@
+"""Answers as a user reads them: cited, grounded in the abstracts, in the mode asked for."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import pytest
+
+from rag_bot.compose import detect_mode
+from rag_bot.text import clean_markup, split_sentences
+
+CITE = re.compile(r"\[(\d+)\]")
+
+
+def _paper_with(engine, fragment: str) -> str:
+    """doc_id of the one paper that introduces the name (else whose abstract contains the fragment)."""
+    papers = engine.retriever.papers.values()
+    hits = [p.doc_id for p in papers if fragment in p.aliases] or [
+        p.doc_id for p in papers if fragment in clean_markup(p.text)
+    ]
+    assert len(hits) == 1, f"{fragment!r} should identify exactly one seed paper, got {hits}"
+    return hits[0]
+
+
+@pytest.fixture(scope="module")
+def ask(engine):
+    """engine.ask, memoised so that several tests can look at the same answer."""
+    return lru_cache(maxsize=None)(lambda question, mode=None: engine.ask(question, mode=mode))
+
+
+def assert_citations_consistent(engine, answer) -> None:
+    """Every [n] has its source, every source is used, numbered 1..k, quotes are real sentences."""
+    used = {int(n) for n in CITE.findall(answer.answer)}
+    numbers = [c.n for c in answer.citations]
+    assert numbers == list(range(1, len(numbers) + 1)), f"citations numbered {numbers}"
+    assert used == set(numbers), f"answer uses {sorted(used)} but lists sources {numbers}"
+    assert len({c.doc_id for c in answer.citations}) == len(numbers), "one number per paper"
+    for c in answer.citations:
+        paper = engine.retriever.papers[c.doc_id]
+        assert c.title == clean_markup(paper.title)
+        assert c.source == paper.source
+        sentences = split_sentences(clean_markup(paper.text))
+        assert c.quote in sentences, f"[{c.n}] quote is not a sentence of {c.doc_id}: {c.quote!r}"
+
+
+INTEGRITY_QUESTIONS = [
+    "what does CorrSteer gain on HarmBench?",
+    "Compare CorrSteer and SARSteer",
+    "Summarize the work on federated fine-tuning",
+    "Summarize the research on quantization",
+    "How does CapKV differ from BinaryPC?",
+    "What does the collection say about sparse autoencoders?",
+    "How can a model decide which stored attention entries to discard when memory for long prompts runs out?",
+    "Which papers evaluate language models more cheaply?",
+    "How is the pretraining data mixture chosen?",
+    "how does quartet-ii train in 4-bit?",
+]
+
+
+@pytest.mark.parametrize("mode", [None, "ask", "summary", "compare"])
+@pytest.mark.parametrize("question", INTEGRITY_QUESTIONS)
+def test_every_citation_is_used_numbered_and_quoted_verbatim(engine, ask, question, mode):
+    answer = ask(question, mode)
+    assert answer.grounded
+    assert answer.citations, "a grounded answer cites at least one paper"
+    assert_citations_consistent(engine, answer)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG compose.py _summary: the citation quote is _trim()-med to 320 chars and ends in '…', "
+    "so it is not a sentence of the abstract",
+)
+@pytest.mark.parametrize(
+    "question",
+    ["Which papers study safety of audio language models?",
+     "Summarize the work on reasoning models and reinforcement learning"],
+)
+def test_summary_quotes_of_long_sentences_are_whole_sentences(engine, ask, question):
+    answer = ask(question, None)
+    assert answer.mode == "summary"
+    assert_citations_consistent(engine, answer)
+
+
+GROUNDED = [
+    ("what does CorrSteer gain on HarmBench?", "CorrSteer"),
+    ("Stopping voice assistants from answering dangerous spoken requests without refusing harmless ones",
+     "SARSteer"),
+    ("When queuing requests to a language model server, how to account for not knowing how long each reply "
+     "will be?", "Tail Inflated Expectation"),
+    ("How well do language models plan routes to make drug molecules in the lab?", "CREED"),
+    ("Reducing how many test questions are needed to rank language models by choosing the most informative ones",
+     "ATLAS"),
+    ("Speeding up attention on very long inputs by turning keys into compact bit codes with no training",
+     "BinaryPC"),
+    ("What does Quartet 2 do?", "Quartet II"),
+    ("how does capkv work", "CapKV"),
+]
+
+
+@pytest.mark.parametrize(("question", "name"), GROUNDED, ids=[n for _, n in GROUNDED])
+def test_grounded_question_cites_the_expected_paper_first(engine, ask, question, name):
+    answer = ask(question, None)
+    assert answer.grounded
+    first = answer.citations[0]
+    assert first.doc_id == _paper_with(engine, name)
+    # the lead of the answer is that paper's sentence, cited [1]
+    assert answer.answer.index(first.quote) < answer.answer.index("[1]") + 200
+    assert f"{first.quote} [1]" in answer.answer
+
+
+OUT_OF_COLLECTION = [
+    "How do I make a sourdough bread starter?",
+    "What caused the fall of the Western Roman Empire?",
+    "diffusion model sampling in few steps",  # near miss: no abstract is about diffusion models
+    "image super-resolution with generative adversarial networks",  # near miss: vision, but no SR/GANs
+    "autonomous driving perception from lidar point clouds",  # near miss: no lidar/point clouds
+    "detecting hallucinations in retrieval augmented generation",  # near miss: no RAG/hallucination paper
+]
+
+
+@pytest.mark.parametrize("question", OUT_OF_COLLECTION)
+def test_out_of_collection_question_is_declined_with_nearest_topics(engine, ask, question):
+    answer = ask(question, None)
+    assert answer.grounded is False
+    assert answer.citations == []
+    assert not CITE.search(answer.answer), "a refusal must not carry citation marks"
+    assert "does not seem to cover" in answer.answer
+    nearest = [engine.retriever.papers[r["doc_id"]] for r in answer.retrieved[:3]]
+    assert nearest, "the retrieved list is still reported"
+    for paper in nearest:
+        assert clean_markup(paper.title) in answer.answer, "the refusal names the nearest topics"
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "differential privacy guarantees for training",  # no abstract mentions privacy
+        "neural machine translation between English and German",  # no abstract mentions translation
+        "protein structure prediction from amino acid sequences",  # no abstract mentions proteins
+        "reinforcement learning for robot grasping in the real world",  # no abstract mentions robots
+    ],
+)
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG settings.py min_score=0.30 is too low: these off-topic near misses reach cosine 0.31-0.43 "
+    "and get a confident, cited but irrelevant answer",
+)
+def test_off_topic_near_misses_are_declined(ask, question):
+    answer = ask(question, None)
+    assert answer.grounded is False
+    assert answer.citations == []
+
+
+@pytest.mark.parametrize(
+    ("question", "mode"),
+    [
+        ("Compare CorrSteer and SARSteer", "compare"),
+        ("compare quartet-ii with CAT", "compare"),
+        ("How does CapKV differ from BinaryPC?", "compare"),
+        ("LED vs LVE for reasoning models", "compare"),
+        ("Summarize the work on federated fine-tuning", "summary"),
+        ("summarise the research on quantization", "summary"),
+        ("Give me an overview of evaluation benchmarks", "summary"),
+        ("Which papers study safety of audio language models?", "summary"),
+        ("what does CorrSteer gain on HarmBench?", "ask"),
+        ("How can a model decide which stored attention entries to discard?", "ask"),
+        ("Is there a decoding trick for reasoning models?", "ask"),
+    ],
+)
+def test_mode_is_detected_from_the_question(question, mode):
+    assert detect_mode(question) == mode
+
+
+def test_answer_reports_the_detected_mode(ask):
+    assert ask("Compare CorrSteer and SARSteer", None).mode == "compare"
+    assert ask("Summarize the work on federated fine-tuning", None).mode == "summary"
+    assert ask("what does CorrSteer gain on HarmBench?", None).mode == "ask"
+
+
+def test_mode_override_changes_the_answer_shape(ask):
+    question = "Compare CorrSteer and SARSteer"
+    compared, summarised = ask(question, None), ask(question, "summary")
+    assert summarised.mode == "summary"
+    assert "|---" in compared.answer
+    assert "|---" not in summarised.answer, "a summary is a grouped list, not the comparison table"
+    plain = ask(question, "ask")
+    assert plain.mode == "ask" and "|---" not in plain.answer
+    # a plain question forced into compare mode gets a table
+    forced = ask("what does CorrSteer gain on HarmBench?", "compare")
+    assert forced.mode == "compare" and "|---" in forced.answer
+
+
+def _table_rows(text: str) -> list[list[str]]:
+    rows = [line for line in text.splitlines() if line.startswith("|")]
+    return [[c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]] for row in rows]
+
+
+@pytest.mark.parametrize(
+    ("question", "first", "second"),
+    [
+        ("Compare CorrSteer and SARSteer", "CorrSteer", "SARSteer"),
+        ("How does CapKV differ from BinaryPC?", "CapKV", "BinaryPC"),
+        ("compare quartet-ii with CAT", "Quartet II", "CAT"),
+    ],
+)
+def test_compare_answer_is_a_table_citing_both_papers_in_their_cells(engine, ask, question, first, second):
+    answer = ask(question, None)
+    assert answer.mode == "compare"
+    rows = _table_rows(answer.answer)
+    assert len(rows) >= 4, "header, separator and at least two rows"
+    header, separator, body = rows[0], rows[1], rows[2:]
+    assert all(set(c) <= set("-: ") for c in separator)
+    numbers = {c.doc_id: c.n for c in answer.citations}
+    for column, name in ((1, first), (2, second)):
+        doc_id = _paper_with(engine, name)
+        assert doc_id in numbers, f"{name} must be cited"
+        assert clean_markup(engine.retriever.papers[doc_id].title).split(":")[0] in header[column]
+        cited_cells = [row[column] for row in body if f"[{numbers[doc_id]}]" in row[column]]
+        assert len(cited_cells) >= 2, f"{name}'s column cells carry its citation [{numbers[doc_id]}]"
+    assert all(len(row) == len(header) for row in body), "every row has a cell per paper"
+
+
+def test_summary_cites_several_papers(engine, ask):
+    answer = ask("Summarize the work on federated fine-tuning", None)
+    cited = {c.doc_id for c in answer.citations}
+    assert len(cited) >= 3
+    assert {_paper_with(engine, "Het-CPFLoRA"), _paper_with(engine, "FedRot-LoRA")} <= cited
+    # every cited paper has its own bullet
+    assert answer.answer.count("\n- **") >= len(cited) - 1
+
+    quant = ask("Summarize the research on quantization", None)
+    assert {_paper_with(engine, "CAT"), _paper_with(engine, "Quartet II")} <= {c.doc_id for c in quant.citations}
+
+
+@pytest.mark.parametrize(
+    ("question", "name", "keyword"),
+    [
+        ("what does CorrSteer gain on HarmBench?", "CorrSteer", "HarmBench"),
+        ("By how much does BinaryPC improve decoding throughput?", "BinaryPC", "throughput"),
+        ("How much does TIE reduce per-token latency?", "Tail Inflated Expectation", "per-token latency"),
+        ("What speedup does ECHO reach?", "ECHO", "walltime speedup"),
+    ],
+)
+def test_fact_question_answer_carries_the_figure_from_the_abstract(engine, ask, question, name, keyword):
+    answer = ask(question, None)
+    paper = engine.retriever.papers[_paper_with(engine, name)]
+    # the abstract's sentence stating the figure, and its figures
+    source = [s for s in split_sentences(clean_markup(paper.text)) if keyword in s]
+    assert len(source) == 1
+    figures = re.findall(r"\d+(?:\.\d+)?", source[0].split(keyword)[0][-60:] + source[0].split(keyword)[1][:40])
+    assert figures
+    assert any(f in answer.answer for f in figures)
+    assert answer.citations[0].doc_id == paper.doc_id
+
+
+def test_corrsteer_harmbench_gain_is_quoted(ask):
+    answer = ask("what does CorrSteer gain on HarmBench?", None)
+    assert "27.1" in answer.answer
+    assert "27.1" in answer.citations[0].quote
+
+
+def test_llama_index_synthesizer_interface(engine):
+    question = "What does Corr Steer select?"
+    nodes = engine.retriever.retrieve(question)
+    response = engine.composer.synthesize(question, nodes)
+    assert "[1]" in response.response
+    answer = response.metadata["answer"]
+    assert answer.grounded and answer.citations
+    assert answer.citations[0].doc_id == _paper_with(engine, "CorrSteer")
+    assert_citations_consistent(engine, answer)
+    # the response's source nodes are exactly the cited papers
+    assert {n.node.node_id for n in response.source_nodes} == {c.doc_id for c in answer.citations}
+    # same answer as the engine gives
+    assert response.response == engine.ask(question).answer
+
+
+def test_empty_retrieval_is_a_refusal_not_a_crash(engine):
+    answer = engine.composer.compose("anything at all", [])
+    assert answer.grounded is False and answer.citations == []

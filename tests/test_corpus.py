@@ -1,0 +1,209 @@
+"""Reading corpus files: seed .txt files, JSONL and JSONL.GZ records, and bad input."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from rag_bot.corpus import read_file, read_paths
+
+SEEDS = Path(__file__).resolve().parent.parent / "seeds"
+FILE_A = "000_9ecb01dab6d44e76"
+FILE_B = "004_a162c505479229e7"
+
+
+@pytest.fixture(scope="module")
+def seed_papers():
+    result = read_paths([SEEDS])
+    assert result.problems == []
+    return {p.doc_id: p for p in result.papers}
+
+
+def _by_text(papers: dict, needle: str):
+    found = [p for p in papers.values() if needle in p.text]
+    assert found, needle
+    return found[0]
+
+
+def test_seed_folder_reads_38_abstracts_with_stable_ids(seed_papers) -> None:
+    result = read_paths([SEEDS])
+    assert result.files == 2
+    assert len(seed_papers) == 38
+    for stem in (FILE_A, FILE_B):
+        ids = [d for d in seed_papers if d.startswith(stem + "#")]
+        assert sorted(ids, key=lambda d: int(d.split("#")[1])) == [f"{stem}#{n}" for n in range(1, 20)]
+        assert {seed_papers[d].source for d in ids} == {f"{stem}.txt"}
+
+
+def test_seed_ids_follow_the_order_of_the_file(seed_papers) -> None:
+    fedrot = seed_papers[f"{FILE_A}#13"]
+    assert "rotational misalignment" in fedrot.text
+    assert "FedRot-LoRA" in fedrot.title
+    assert seed_papers[f"{FILE_A}#1"].text.startswith("Personalized federated LoRA fine tuning")
+    assert seed_papers[f"{FILE_B}#19"].title.startswith("CyberPal 2.0")
+
+
+def test_seed_abstracts_are_whole_paragraphs(seed_papers) -> None:
+    lines = [line.strip() for line in (SEEDS / f"{FILE_A}.txt").read_text().splitlines()]
+    paragraphs = [line for line in lines[1:] if line]
+    assert [seed_papers[f"{FILE_A}#{n}"].text for n in range(1, 20)] == paragraphs
+
+
+def test_derived_titles_name_the_introduced_method(seed_papers) -> None:
+    assert "CorrSteer" in _by_text(seed_papers, "CorrSteer").title
+    quatro = _by_text(seed_papers, "QUATRO")
+    assert quatro.title.startswith("QUATRO")
+    assert "Query-Adaptive Trust-Region" in quatro.title
+    sar = _by_text(seed_papers, "SARSteer")
+    assert sar.title.startswith("SARSteer")
+    assert "*" not in sar.title  # markdown bold of **S**afe-**A**blated is cleaned
+    assert "QUATRO" in quatro.aliases
+    assert "Quartet II" in _by_text(seed_papers, "Quartet II").aliases
+
+
+def test_titles_are_short_and_clean(seed_papers) -> None:
+    for paper in seed_papers.values():
+        assert 2 <= len(paper.title) <= 91, paper.doc_id
+        for debris in ("\\", "$", "**"):
+            assert debris not in paper.title, paper.doc_id
+
+
+def test_links_are_extracted_without_trailing_punctuation(seed_papers) -> None:
+    fedrot = seed_papers[f"{FILE_A}#13"]
+    assert fedrot.links == ["https://github.com/haoran-zh/FedRot-LoRA"]
+    assert "https://github.com/linweiii/SARSteer" in _by_text(seed_papers, "SARSteer").links
+    with_links = [p for p in seed_papers.values() if "https://" in p.text]
+    assert len(with_links) >= 8
+    for paper in with_links:
+        assert paper.links, paper.doc_id
+        for link in paper.links:
+            assert link in paper.text and not link.endswith((".", ",", ")"))
+    assert all(not p.links for p in seed_papers.values() if "http" not in p.text)
+
+
+def _abstract(n: int) -> str:
+    return f"We propose Method{n}Net, a technique that improves retrieval quality across many benchmarks by {n} points."
+
+
+def test_jsonl_records_become_papers_with_their_metadata(tmp_path: Path) -> None:
+    records = [
+        {"id": "rec-1", "title": "  Method One:   a study ", "abstract": _abstract(1), "venue": "ICML", "year": 2024,
+         "authors": ["Ada Lovelace", " Alan Turing "], "url": "https://example.org/rec-1"},
+        {"id": "rec-2", "title": "Method Two", "abstract": _abstract(2), "year": "2023"},
+        {"id": "rec-3", "title": "Method Three", "abstract": _abstract(3) + " Code: https://github.com/x/m3."},
+    ]
+    path = tmp_path / "papers.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n\n")
+    result = read_paths([path])
+    assert result.problems == []
+    assert result.files == 1
+    one, two, three = result.papers
+    assert [p.doc_id for p in result.papers] == ["rec-1", "rec-2", "rec-3"]
+    assert one.title == "Method One: a study"  # the given title, whitespace tidied
+    assert one.text == _abstract(1)
+    assert (one.source, one.venue, one.year, one.url) == ("papers.jsonl", "ICML", 2024, "https://example.org/rec-1")
+    assert one.authors == ["Ada Lovelace", "Alan Turing"]
+    assert one.links[0] == "https://example.org/rec-1"
+    assert (two.year, two.venue, two.url, two.authors) == (2023, None, None, [])
+    assert three.links == ["https://github.com/x/m3"]
+
+
+def test_gzipped_jsonl_reads_like_jsonl(tmp_path: Path) -> None:
+    records = [{"id": f"gz-{n}", "title": f"Title {n}", "abstract": _abstract(n)} for n in range(3)]
+    plain = tmp_path / "a.jsonl"
+    plain.write_text("\n".join(json.dumps(r) for r in records))
+    packed = tmp_path / "b.JSONL.GZ"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    got_plain, got_gz = read_file(plain), read_file(packed)
+    assert got_gz.problems == []
+    assert [p.doc_id for p in got_gz.papers] == ["gz-0", "gz-1", "gz-2"]
+    assert [(p.title, p.text) for p in got_gz.papers] == [(p.title, p.text) for p in got_plain.papers]
+    assert {p.source for p in got_gz.papers} == {"b.JSONL.GZ"}
+
+
+def test_bad_jsonl_lines_are_reported_with_line_and_good_ones_kept(tmp_path: Path) -> None:
+    lines = [
+        json.dumps({"id": "ok-1", "title": "Good", "abstract": _abstract(1)}),
+        '{"id": "broken", "title": "x", ',
+        json.dumps({"id": "no-title", "abstract": _abstract(3)}),
+        json.dumps({"id": "empty", "title": "Empty", "abstract": "   "}),
+        json.dumps({"id": "ok-1", "title": "Again", "abstract": _abstract(5)}),
+        json.dumps(["not", "an", "object"]),
+        json.dumps({"id": "ok-2", "title": "Good too", "abstract": _abstract(7)}),
+    ]
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    result = read_paths([path])
+    assert [p.doc_id for p in result.papers] == ["ok-1", "ok-2"]
+    assert result.papers[0].title == "Good"  # the first of a duplicated id wins
+    problems = {p.line: str(p) for p in result.problems}
+    assert sorted(problems) == [2, 3, 4, 5, 6]
+    assert all(p.path == str(path) for p in result.problems)
+    assert problems[2].startswith(f"{path}:2: ") and "JSON" in problems[2]
+    assert "title" in problems[3] and "missing" in problems[3]
+    assert "empty abstract" in problems[4]
+    assert "duplicate" in problems[5] and "ok-1" in problems[5]
+    assert "object" in problems[6]
+
+
+def test_unreadable_files_are_reported_and_the_rest_still_read(tmp_path: Path) -> None:
+    good = tmp_path / "good.jsonl"
+    good.write_text(json.dumps({"id": "g", "title": "Good", "abstract": _abstract(1)}))
+    binary = tmp_path / "image.txt"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
+    unknown = tmp_path / "papers.csv"
+    unknown.write_text("id,title,abstract\n1,a,b\n")
+    not_gzip = tmp_path / "fake.jsonl.gz"
+    not_gzip.write_text("plain text, not gzip")
+    missing = tmp_path / "nowhere.jsonl"
+    result = read_paths([binary, unknown, good, not_gzip, missing])
+    assert [p.doc_id for p in result.papers] == ["g"]
+    by_path = {p.path: p.message for p in result.problems}
+    assert set(by_path) == {str(binary), str(unknown), str(not_gzip), str(missing)}
+    assert "binary" in by_path[str(binary)]
+    assert "unknown file type" in by_path[str(unknown)] and ".jsonl" in by_path[str(unknown)]
+    assert "gzip" in by_path[str(not_gzip)]
+    assert "no such file" in by_path[str(missing)]
+
+
+def test_duplicate_ids_across_files_keep_the_first(tmp_path: Path) -> None:
+    for name, title in (("a.jsonl", "First"), ("b.jsonl", "Second")):
+        (tmp_path / name).write_text(json.dumps({"id": "same", "title": title, "abstract": _abstract(1)}))
+    result = read_paths([tmp_path])
+    assert [(p.doc_id, p.title) for p in result.papers] == [("same", "First")]
+    assert len(result.problems) == 1 and "duplicate id 'same'" in str(result.problems[0])
+
+
+def test_seed_file_without_header_reads_the_same_abstracts(tmp_path: Path) -> None:
+    original = (SEEDS / f"{FILE_B}.txt").read_text()
+    lines = original.splitlines()
+    assert lines[0] == "ICML 2026 Papers"
+    headless = tmp_path / f"{FILE_B}.txt"
+    headless.write_text("\n".join(lines[1:]).lstrip("\n") + "\n")
+    with_header = read_file(SEEDS / f"{FILE_B}.txt")
+    without = read_file(headless)
+    assert len(without.papers) == 19
+    assert [(p.doc_id, p.title, p.text) for p in without.papers] == [
+        (p.doc_id, p.title, p.text) for p in with_header.papers
+    ]
+    # The missing header is reported (file and line), but nothing is lost.
+    assert [(p.path, p.line) for p in without.problems] == [(str(headless), 1)]
+    assert "header" in without.problems[0].message
+
+
+def test_seed_file_reports_too_short_abstracts_with_their_line(tmp_path: Path) -> None:
+    path = tmp_path / "tiny.txt"
+    path.write_text(f"ICML 2026 Papers\n\n{_abstract(1)}\n\nToo short.\n\n{_abstract(2)}\n")
+    result = read_file(path)
+    assert [p.doc_id for p in result.papers] == ["tiny#1", "tiny#3"]
+    assert [(p.path, p.line) for p in result.problems] == [(str(path), 5)]
+
+
+def test_folder_without_corpus_files_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text("nothing here")
+    result = read_paths([tmp_path])
+    assert result.papers == []
+    assert [p.path for p in result.problems] == [str(tmp_path)]

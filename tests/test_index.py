@@ -1,0 +1,317 @@
+"""The Chroma index: incremental ingest, updates, pruning, interruption, persistence and server mode."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+import rag_bot.index as index_module
+from rag_bot.corpus import make_paper, read_paths
+from rag_bot.embedding import MiniLMEmbedding
+from rag_bot.engine import Engine
+from rag_bot.index import PaperIndex, StoreError
+from rag_bot.settings import Settings
+
+from .conftest import SEEDS, free_port
+
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture(scope="module")
+def seed_list():
+    return read_paths([SEEDS]).papers
+
+
+@pytest.fixture(scope="module")
+def embedder() -> MiniLMEmbedding:
+    """One loaded model for the whole module (loading it is the slow part of opening an index)."""
+    defaults = Settings()
+    return MiniLMEmbedding(max_tokens=defaults.max_tokens, embed_batch_size=defaults.embed_batch_size)
+
+
+def _index(storage: Path, embedder: MiniLMEmbedding) -> PaperIndex:
+    return PaperIndex(Settings(storage=storage), embedder=embedder)
+
+
+def _chunks(index: PaperIndex) -> dict[str, tuple[str, str]]:
+    """chunk id -> (paper id taken from the chunk id, chunk text)."""
+    got = index.chunks.get(include=["documents"])
+    return {i: (i.split("::")[0], doc or "") for i, doc in zip(got["ids"], got["documents"] or [], strict=True)}
+
+
+def _state(index: PaperIndex) -> tuple[list[str], list[str], dict[str, str]]:
+    chunks = _chunks(index)
+    return sorted(index.fingerprints()), sorted(chunks), index.fingerprints()
+
+
+def _seed_file(path: Path, papers) -> Path:
+    path.write_text("ICML 2026 Papers\n\n" + "\n\n".join(p.text for p in papers) + "\n")
+    return path
+
+
+def test_ingest_counts_papers_and_chunks(tmp_path: Path, seed_list, embedder) -> None:
+    papers = seed_list[:3]
+    index = _index(tmp_path, embedder)
+    report = index.ingest(papers)
+    expected_chunks = sum(len(index.chunk_nodes(p)) for p in papers)
+    assert (report.added, report.updated, report.unchanged, report.removed) == (3, 0, 0, 0)
+    assert report.chunks_embedded == expected_chunks >= 3
+    assert index.count() == 3
+    assert index.chunk_count() == expected_chunks
+    stored = {p.doc_id: p for p in index.all_papers()}
+    assert set(stored) == {p.doc_id for p in papers}
+    for paper in papers:  # what comes back is what went in
+        back = stored[paper.doc_id]
+        assert (back.title, back.text, back.source, back.aliases, back.links) == (
+            paper.title, paper.text, paper.source, paper.aliases, paper.links,
+        )
+    assert {paper_id for paper_id, _ in _chunks(index).values()} == set(stored)
+
+
+def test_reingest_embeds_nothing_and_changes_nothing(
+    tmp_path: Path, seed_list, embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    papers = seed_list[3:6]
+    index = _index(tmp_path, embedder)
+    index.ingest(papers)
+    before = _state(index)
+    # A fresh handle on the same folder, as a second `rag-bot ingest` would open.
+    again = _index(tmp_path, embedder)
+    calls: list[list[str]] = []
+    original = MiniLMEmbedding.embed
+
+    def counting_embed(self, texts):
+        calls.append(texts)
+        return original(self, texts)
+
+    monkeypatch.setattr(MiniLMEmbedding, "embed", counting_embed)
+    report = again.ingest(papers)
+    assert (report.added, report.updated, report.unchanged, report.chunks_embedded) == (0, 0, 3, 0)
+    assert calls == []
+    assert _state(again) == before
+
+
+def test_changed_abstract_replaces_its_old_chunks(tmp_path: Path, seed_list, embedder) -> None:
+    old, other = seed_list[12], seed_list[13]  # FedRot-LoRA (2+ chunks), DSGym
+    index = _index(tmp_path, embedder)
+    index.ingest([old, other])
+    other_chunks = {i: c for i, c in _chunks(index).items() if c[0] == other.doc_id}
+    new_text = (
+        "We propose RouterCat, a tiny scheduler that balances packets between the routers of a campus network. "
+        "It lowers tail latency by a third."
+    )
+    new = make_paper(old.doc_id, new_text, old.source)
+    report = index.ingest([new, other])
+    assert (report.added, report.updated, report.unchanged) == (0, 1, 1)
+    assert report.chunks_embedded == len(index.chunk_nodes(new))
+    chunks = _chunks(index)
+    texts = [text for paper_id, text in chunks.values() if paper_id == old.doc_id]
+    assert texts == [n.get_content() for n in index.chunk_nodes(new)], "the chunks must be the new abstract's"
+    assert all("rotational" not in t and "FedRot" not in t for t in texts), "stale chunk text of the old abstract"
+    assert {i: c for i, c in chunks.items() if c[0] == other.doc_id} == other_chunks
+    assert index.chunk_count() == len(texts) + len(other_chunks)
+    assert {p.doc_id: p.text for p in index.all_papers()}[old.doc_id] == new_text
+
+
+def test_prune_drops_papers_not_given(tmp_path: Path, seed_list, embedder) -> None:
+    papers = seed_list[20:24]
+    index = _index(tmp_path, embedder)
+    index.ingest(papers)
+    keep = papers[:2]
+    report = index.ingest(keep, prune=True)
+    assert (report.unchanged, report.removed, report.chunks_embedded) == (2, 2, 0)
+    assert sorted(index.fingerprints()) == sorted(p.doc_id for p in keep)
+    assert {paper_id for paper_id, _ in _chunks(index).values()} == {p.doc_id for p in keep}, (
+        "chunks of pruned papers are still stored"
+    )
+    assert index.chunk_count() == sum(len(index.chunk_nodes(p)) for p in keep)
+
+
+def test_without_prune_other_papers_stay(tmp_path: Path, seed_list, embedder) -> None:
+    papers = seed_list[24:26]
+    index = _index(tmp_path, embedder)
+    index.ingest(papers)
+    report = index.ingest(papers[:1])
+    assert (report.unchanged, report.removed) == (1, 0)
+    assert index.count() == 2
+
+
+class _Boom(RuntimeError):
+    pass
+
+
+@pytest.mark.parametrize("where", ["embedding", "after-chunks-written"])
+def test_interrupted_ingest_finishes_on_rerun(
+    tmp_path: Path, seed_list, embedder, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    papers = seed_list[26:31]
+    monkeypatch.setattr(index_module, "BATCH_PAPERS", 2)
+
+    reference = _index(tmp_path / "reference", embedder)
+    reference.ingest(papers)
+
+    index = _index(tmp_path / "interrupted", embedder)
+    calls = {"n": 0}
+    if where == "embedding":  # the model fails while embedding the second batch
+        real_embed = MiniLMEmbedding.embed
+
+        def flaky_embed(self, texts):
+            calls["n"] += 1
+            if calls["n"] == 2:
+                raise _Boom("killed while embedding")
+            return real_embed(self, texts)
+
+        monkeypatch.setattr(MiniLMEmbedding, "embed", flaky_embed)
+    else:  # the second batch's chunks are stored, then the process dies before its paper records
+        real_upsert = index.papers.upsert
+
+        def flaky_upsert(*args, **kwargs):
+            calls["n"] += 1
+            if calls["n"] == 2:
+                raise _Boom("killed before the paper records")
+            return real_upsert(*args, **kwargs)
+
+        monkeypatch.setattr(index.papers, "upsert", flaky_upsert)
+
+    with pytest.raises(_Boom):
+        index.ingest(papers)
+    # Only the finished first batch looks done.
+    assert sorted(index.fingerprints()) == sorted(p.doc_id for p in papers[:2])
+    monkeypatch.undo()
+    monkeypatch.setattr(index_module, "BATCH_PAPERS", 2)
+
+    rerun = _index(tmp_path / "interrupted", embedder)
+    report = rerun.ingest(papers)
+    assert (report.added, report.unchanged) == (3, 2)
+    ids, chunk_ids, fingerprints = _state(rerun)
+    ref_ids, ref_chunk_ids, ref_fingerprints = _state(reference)
+    assert ids == ref_ids == sorted(p.doc_id for p in papers)
+    assert chunk_ids == ref_chunk_ids
+    assert rerun.chunk_count() == reference.chunk_count()
+    assert fingerprints == ref_fingerprints
+    assert _chunks(rerun) == _chunks(reference)
+    # And a third run has nothing left to do.
+    assert rerun.ingest(papers).chunks_embedded == 0
+
+
+def _run(args: list[str], env_storage: Path, timeout: int = 180) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_BOT_", "OPENAI_"))}
+    env["RAG_BOT_STORAGE"] = str(env_storage)
+    return subprocess.run(args, env=env, capture_output=True, text=True, timeout=timeout, cwd=env_storage.parent)
+
+
+def test_store_persists_across_processes(tmp_path: Path, seed_list) -> None:
+    corpus = _seed_file(tmp_path / "mini.txt", seed_list[:3])  # Het-CPFLoRA, LED, MMSearchAgent
+    storage = tmp_path / "store"
+    report, _ = Engine(Settings(storage=storage)).ingest([corpus])
+    assert report.added == 3 and report.chunks_embedded > 0
+
+    ingest = _run([str(BIN / "rag-bot"), "ingest", "--quiet", str(corpus)], storage)
+    assert ingest.returncode == 0, ingest.stderr
+    assert "0 added, 0 updated, 3 unchanged" in ingest.stdout
+    assert "(0 chunks embedded)" in ingest.stdout
+    assert "holds 3 papers" in ingest.stdout
+
+    ask = _run(
+        [str(BIN / "rag-bot"), "ask", "--json",
+         "Which decoding strategy uses the entropy of intermediate layers to restore exploration?"],
+        storage,
+    )
+    assert ask.returncode == 0, ask.stderr
+    answer = json.loads(ask.stdout.strip().splitlines()[-1])
+    assert answer["grounded"] is True
+    assert answer["citations"], answer
+    assert answer["citations"][0]["doc_id"] == "mini#2"
+    assert answer["citations"][0]["source"] == "mini.txt"
+    assert {c["doc_id"] for c in answer["citations"]} <= {"mini#1", "mini#2", "mini#3"}
+    assert "[1]" in answer["answer"]
+
+
+def _wait_heartbeat(port: int, proc: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"chroma run exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError("chroma server did not answer its heartbeat")
+
+
+@pytest.fixture
+def chroma_server(tmp_path: Path):
+    path = tmp_path / "server-data"
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(BIN / "chroma"), "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_heartbeat(port, proc)
+        yield f"http://127.0.0.1:{port}", path
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.slow
+def test_chroma_server_mode_ingests_and_answers(tmp_path: Path, seed_list, chroma_server) -> None:
+    url, server_path = chroma_server
+    corpus = _seed_file(tmp_path / "srv.txt", [seed_list[3], seed_list[12], seed_list[16]])  # SARSteer, FedRot, VISTA
+    unused = tmp_path / "unused-folder"
+    engine = Engine(Settings(chroma_url=url, storage=unused))
+    report, _ = engine.ingest([corpus])
+    assert report.added == 3 and report.chunks_embedded > 0
+    stats = engine.stats()
+    assert stats["papers"] == 3 and stats["chunks"] == report.chunks_embedded
+    assert url in stats["store"]
+    assert not unused.exists(), "server mode must not write a local store"
+    assert (server_path / "chroma.sqlite3").exists()
+
+    answer = engine.ask("How can federated LoRA fix rotational misalignment of client updates before averaging?")
+    assert answer.grounded
+    assert answer.citations and answer.citations[0].doc_id == "srv#2"
+    assert "FedRot-LoRA" in answer.citations[0].title
+
+    # A second client of the same server sees the papers and re-embeds nothing.
+    again = Engine(Settings(chroma_url=url, storage=unused)).ingest([corpus])[0]
+    assert (again.unchanged, again.chunks_embedded) == (3, 0)
+
+
+@pytest.mark.parametrize("url", ["localhost:8000", "chroma.example.org", "ftp://127.0.0.1:8000"])
+def test_malformed_chroma_url_is_a_clear_store_error(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    monkeypatch.setenv("RAG_BOT_CHROMA_URL", url)
+    with pytest.raises(StoreError) as info:
+        PaperIndex(Settings())
+    assert "RAG_BOT_CHROMA_URL" in str(info.value) and "http://host:port" in str(info.value)
+    assert url in str(info.value)
+
+
+def test_unreachable_chroma_server_is_a_clear_store_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    monkeypatch.setenv("RAG_BOT_CHROMA_URL", url)
+    with pytest.raises(StoreError) as info:
+        Engine(Settings())
+    assert f"cannot reach the Chroma server at {url}" in str(info.value)
+
+    from rag_bot.cli import main
+
+    assert main(["stats"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("rag-bot: cannot reach the Chroma server") and "Traceback" not in err

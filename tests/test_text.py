@@ -1,0 +1,75 @@
+"""Reading abstract text: markup cleaning, sentence splitting and name normalisation."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_bot.text import clean_markup, find_links, normalize_name, split_sentences
+
+
+@pytest.mark.parametrize(
+    ("raw", "clean"),
+    [
+        (r"we propose \textbf{CorrSteer} for steering", "we propose CorrSteer for steering"),
+        (r"the \textsc{Quatro} objective", "the Quatro objective"),
+        (r"a \textbf{\textsc{Nested}} name", "a Nested name"),
+        (r"runs $1.7\times$ faster", "runs 1.7× faster"),
+        (r"**S**afe-**A**blated **R**efusal **Steer**ing", "Safe-Ablated Refusal Steering"),
+        (r"improves accuracy by 12.5\% on average", "improves accuracy by 12.5% on average"),
+        (r"an \emph{unintended} exploration collapse", "an unintended exploration collapse"),
+    ],
+)
+def test_clean_markup_shows_plain_text(raw: str, clean: str) -> None:
+    assert clean_markup(raw) == clean
+
+
+def test_clean_markup_leaves_no_latex_or_markdown_debris() -> None:
+    raw = r"We propose **FedRot-LoRA**, a $2\times$ cheaper \textit{federated} method with 3\% error."
+    out = clean_markup(raw)
+    for debris in ("\\", "$", "**", "{", "}"):
+        assert debris not in out
+    assert out == "We propose FedRot-LoRA, a 2× cheaper federated method with 3% error."
+
+
+def test_split_sentences_keeps_abbreviations_inside_sentences() -> None:
+    text = (
+        "Prior methods, e.g. LoRA and DoRA, use adapters. As shown by Smith et al. (2020), they drift. "
+        "We fix this, i.e. We align them. It works!"
+    )
+    assert split_sentences(text) == [
+        "Prior methods, e.g. LoRA and DoRA, use adapters.",
+        "As shown by Smith et al. (2020), they drift.",
+        "We fix this, i.e. We align them.",
+        "It works!",
+    ]
+
+
+def test_split_sentences_splits_ordinary_sentences() -> None:
+    assert split_sentences("One result holds. 2 more follow? Yes. ") == ["One result holds.", "2 more follow?", "Yes."]
+    assert split_sentences("   ") == []
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Quartet II", "quartet-2"),
+        ("Quartet II", "Quartet 2"),
+        ("quartet-2", "Quartet 2"),
+        ("Corr Steer", "CorrSteer"),
+        ("FedRot-LoRA", "fedrot lora"),
+    ],
+)
+def test_normalize_name_matches_spellings_of_one_name(a: str, b: str) -> None:
+    assert normalize_name(a) == normalize_name(b)
+
+
+def test_normalize_name_keeps_different_names_apart() -> None:
+    assert normalize_name("Quartet II") != normalize_name("Quartet III")
+    assert normalize_name("CorrSteer") != normalize_name("SARSteer")
+    # A leading roman-numeral-looking word is part of the name, not a number.
+    assert normalize_name("V-JEPA") == "vjepa"
+
+
+def test_find_links_strips_trailing_punctuation() -> None:
+    text = r"Code is at https://github.com/haoran-zh/FedRot-LoRA. See also \url{https://lems-svd.github.io}."
+    assert find_links(text) == ["https://github.com/haoran-zh/FedRot-LoRA", "https://lems-svd.github.io"]
