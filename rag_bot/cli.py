@@ -100,6 +100,29 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
+    """Run a labelled question set through the pipeline and print its metrics."""
+    from rag_bot.engine import Engine
+    from rag_bot.evaluate import DEFAULT_SET, evaluate, format_table, load_questions
+
+    path = Path(args.set) if args.set else DEFAULT_SET
+    try:
+        questions = load_questions(path)
+    except OSError as exc:
+        return _fail(f"cannot read {path}: {exc.strerror}", 2)
+    except ValueError as exc:
+        return _fail(str(exc), 2)
+    engine = Engine(settings)
+    engine.require_index()
+    metrics = evaluate(engine, questions)
+    if args.json:
+        print(json.dumps(metrics))
+    else:
+        print(f"{len(questions)} questions from {path} · retrieval: {settings.retrieval}\n")
+        print(format_table(metrics))
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     """Serve the chat (ingesting the seeds first if the index is empty)."""
     from rag_bot.ui import serve
@@ -132,6 +155,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_stats)
 
+    p = sub.add_parser("eval", help="score the pipeline on a labelled question set")
+    p.add_argument("--set", help="JSONL question set (default: tests/data/dev_questions.jsonl)")
+    p.add_argument("--retrieval", choices=["hybrid", "dense", "bm25"], help="retriever to evaluate")
+    p.add_argument("--json", action="store_true", help="print the metrics (and per-question rows) as JSON")
+    p.set_defaults(func=cmd_eval)
+
     p = sub.add_parser("serve", help="serve the chat on http://127.0.0.1:7860")
     p.set_defaults(func=cmd_serve)
     return parser
@@ -141,7 +170,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the `rag-bot` console script."""
     args = build_parser().parse_args(argv)
     try:
-        settings = get_settings(storage=args.storage, chroma_url=args.chroma_url)
+        settings = get_settings(
+            storage=args.storage, chroma_url=args.chroma_url, retrieval=getattr(args, "retrieval", None)
+        )
     except Exception as exc:  # pydantic's validation error, e.g. a bad RAG_BOT_ value
         return _fail(f"bad setting: {exc}".splitlines()[0] + " (see README, Settings)", 2)
     from rag_bot.engine import EmptyQuestionError, NoIndexError

@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 import chromadb
 from chromadb.config import Settings as ChromaSettings
 from llama_index.core.node_parser import SentenceSplitter
-from llama_index.core.schema import Document, TextNode
+from llama_index.core.schema import Document, NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
 from rag_bot.embedding import MODEL_NAME, MiniLMEmbedding
@@ -131,7 +131,7 @@ class PaperIndex:
         self.vector_store = ChromaVectorStore(chroma_collection=self.chunks)
         self.splitter = SentenceSplitter(chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap)
         # Part of every paper's fingerprint: a change of model or chunking re-indexes everything.
-        self.index_version = f"{MODEL_NAME}/{settings.max_tokens}/{settings.chunk_size}/{settings.chunk_overlap}/v1"
+        self.index_version = f"{MODEL_NAME}/{settings.max_tokens}/{settings.chunk_size}/{settings.chunk_overlap}/v2"
 
     @property
     def embedder(self) -> MiniLMEmbedding:
@@ -190,6 +190,9 @@ class PaperIndex:
                     text=node.get_content(),
                     metadata={"doc_id": paper.doc_id, "chunk": n, "title": paper.title, "source": paper.source},
                     excluded_embed_metadata_keys=["doc_id", "chunk", "source"],
+                    # llama-index writes the source node's id as the chunk's `doc_id` metadata in Chroma;
+                    # without it the field becomes "None" and per-paper deletes match nothing.
+                    relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=paper.doc_id)},
                 )
             )
         return out
@@ -203,6 +206,7 @@ class PaperIndex:
         """Add new and changed papers (re-embedding only those); with `prune`, drop papers not given."""
         report = IngestReport()
         stored = self.fingerprints()
+        self.chunks.delete(where={"doc_id": "None"})  # orphans written by v1 stores (see chunk_nodes)
         todo: list[tuple[Paper, str]] = []
         for paper in papers:
             fingerprint = f"{paper.content_hash}:{self.index_version}"
