@@ -271,9 +271,9 @@ class OfflineComposer(BaseSynthesizer):
         for paper, sentences in zip(chosen, scored):
             # Prefer the sentence that states the contribution, among the relevant ones.
             ranked = sorted(sentences[:4], key=lambda s: -(s[0] + (0.1 if _APPROACH_CUES.search(s[1]) else 0)))
-            sentence = _trim(ranked[0][1]) if ranked else ""
-            lines[paper.paper.doc_id] = f"- **{clean_markup(paper.paper.title)}**: {sentence} {{cite}}"
-            lines[paper.paper.doc_id + "#q"] = sentence
+            sentence = ranked[0][1] if ranked else ""
+            lines[paper.paper.doc_id] = f"- **{clean_markup(paper.paper.title)}**: {_trim(sentence)} {{cite}}"
+            lines[paper.paper.doc_id + "#q"] = sentence  # the quote is always the whole sentence
         groups = self._themes(question, chosen)
         blocks = [f"The collection holds {len(chosen)} paper{'s' if len(chosen) != 1 else ''} on this, "
                   f"grouped by theme below."]

@@ -119,20 +119,24 @@ def test_grounded_question_cites_the_expected_paper_first(engine, ask, question,
     assert f"{first.quote} [1]" in answer.answer
 
 
+# None of the 38 abstracts is about these (checked by reading them and grepping the seeds for the key words).
 OUT_OF_COLLECTION = [
     "How do I make a sourdough bread starter?",
     "What caused the fall of the Western Roman Empire?",
-    "diffusion model sampling in few steps",  # near miss: no abstract is about diffusion models
-    "image super-resolution with generative adversarial networks",  # near miss: vision, but no SR/GANs
+    "diffusion model sampling in few steps",  # near miss: no abstract mentions diffusion
+    "image super-resolution with generative adversarial networks",  # near miss: no SR or GANs
     "autonomous driving perception from lidar point clouds",  # near miss: no lidar/point clouds
     "detecting hallucinations in retrieval augmented generation",  # near miss: no RAG/hallucination paper
+    "protein structure prediction from amino acid sequences",  # near miss: no proteins
+    "neural machine translation between English and German",  # near miss: no translation
+    "weather forecasting with deep learning",  # near miss: only BRIDGE "forecasts" model capabilities
 ]
 
 
 @pytest.mark.parametrize("question", OUT_OF_COLLECTION)
 def test_out_of_collection_question_is_declined_with_nearest_topics(engine, ask, question):
     answer = ask(question, None)
-    assert answer.grounded is False
+    assert answer.grounded is False, f"should decline, answered: {answer.answer[:200]!r}"
     assert answer.citations == []
     assert not CITE.search(answer.answer), "a refusal must not carry citation marks"
     assert "does not seem to cover" in answer.answer
@@ -146,15 +150,13 @@ def test_out_of_collection_question_is_declined_with_nearest_topics(engine, ask,
     "question",
     [
         "differential privacy guarantees for training",  # no abstract mentions privacy
-        "neural machine translation between English and German",  # no abstract mentions translation
-        "protein structure prediction from amino acid sequences",  # no abstract mentions proteins
         "reinforcement learning for robot grasping in the real world",  # no abstract mentions robots
     ],
 )
 @pytest.mark.xfail(
     strict=True,
-    reason="BUG settings.py min_score=0.30 is too low: these off-topic near misses reach cosine 0.31-0.43 "
-    "and get a confident, cited but irrelevant answer",
+    reason="BUG refusal calibration (compose.py evidence()/settings.refusal_threshold=0.49): these off-topic "
+    "near misses get a confident answer citing QUATRO, an LLM fine-tuning paper",
 )
 def test_off_topic_near_misses_are_declined(ask, question):
     answer = ask(question, None)

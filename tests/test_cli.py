@@ -1,0 +1,203 @@
+"""The real `rag-bot` console script, run in subprocesses as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rag_bot.text import clean_markup
+
+BIN = Path(sys.executable).parent
+RAG_BOT = str(BIN / "rag-bot")
+JSON_KEYS = {"question", "mode", "answer", "grounded", "citations", "retrieved", "llm", "timings_ms"}
+CITATION_KEYS = {"n", "doc_id", "title", "source", "quote"}
+
+
+def _env(storage: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_BOT_", "OPENAI_"))}
+    env.update(RAG_BOT_STORAGE=str(storage), GRADIO_ANALYTICS_ENABLED="False")
+    return env
+
+
+@pytest.fixture(scope="module")
+def run(seed_storage, tmp_path_factory):
+    """Run the console script against the seed store (from a scratch folder, so no .env is read)."""
+    cwd = tmp_path_factory.mktemp("cli-cwd")
+
+    def _run(*args: str, stdin: str | None = None, storage: Path | None = None,
+             exe: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            (exe or [RAG_BOT]) + list(args), input=stdin, capture_output=True, text=True, timeout=180,
+            env=_env(storage or seed_storage), cwd=cwd,
+        )
+
+    return _run
+
+
+def _paper_with(engine, fragment: str) -> str:
+    papers = engine.retriever.papers.values()
+    hits = [p.doc_id for p in papers if fragment in p.aliases] or [
+        p.doc_id for p in papers if fragment in clean_markup(p.text)
+    ]
+    assert len(hits) == 1
+    return hits[0]
+
+
+def _objects(stdout: str) -> list[dict]:
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    return [json.loads(line) for line in lines]
+
+
+def _check_contract(obj: dict) -> None:
+    assert set(obj) == JSON_KEYS
+    assert obj["mode"] in ("ask", "summary", "compare")
+    assert isinstance(obj["answer"], str) and obj["answer"]
+    assert isinstance(obj["grounded"], bool)
+    assert obj["llm"] == "offline"
+    for c in obj["citations"]:
+        assert set(c) == CITATION_KEYS
+        assert f"[{c['n']}]" in obj["answer"]
+    assert [c["n"] for c in obj["citations"]] == list(range(1, len(obj["citations"]) + 1))
+    retrieved = obj["retrieved"]
+    assert 1 <= len(retrieved) <= 10
+    assert all(set(r) == {"doc_id", "score"} for r in retrieved)
+    scores = [r["score"] for r in retrieved]
+    assert scores == sorted(scores, reverse=True), "retrieved is best first"
+    assert len({r["doc_id"] for r in retrieved}) == len(retrieved)
+    timings = obj["timings_ms"]
+    assert set(timings) == {"retrieve", "compose", "total"}
+    assert all(isinstance(v, (int, float)) and v >= 0 for v in timings.values())
+    assert timings["total"] >= max(timings["retrieve"], timings["compose"])
+
+
+def test_ask_json_prints_one_object_with_the_contract(run, engine):
+    question = "what does CorrSteer gain on HarmBench?"
+    proc = run("ask", "--json", question)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    objs = _objects(proc.stdout)
+    assert len(objs) == 1
+    obj = objs[0]
+    _check_contract(obj)
+    assert obj["question"] == question
+    assert obj["mode"] == "ask"
+    assert obj["grounded"] is True
+    corrsteer = _paper_with(engine, "CorrSteer")
+    assert obj["citations"][0]["doc_id"] == corrsteer
+    assert obj["retrieved"][0]["doc_id"] == corrsteer
+    assert obj["citations"][0]["source"] == engine.retriever.papers[corrsteer].source
+    assert "27.1" in obj["answer"]
+
+
+def test_batch_file_prints_one_object_per_line_and_mode_override(run, tmp_path, engine):
+    questions = ["Compare CorrSteer and SARSteer", "what does CorrSteer gain on HarmBench?"]
+    batch = tmp_path / "questions.txt"
+    batch.write_text(f"{questions[0]}\n\n   \n{questions[1]}\n", encoding="utf-8")
+    proc = run("ask", "--json", "--mode", "summary", "--batch", str(batch))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 2, "blank lines are skipped, one JSON object per question"
+    objs = [json.loads(line) for line in lines]
+    assert [o["question"] for o in objs] == questions
+    for obj in objs:
+        _check_contract(obj)
+        assert obj["mode"] == "summary", "--mode overrides the detected mode"
+        assert "|---" not in obj["answer"]
+
+
+def test_batch_from_stdin(run):
+    questions = ["Compare CorrSteer and SARSteer", "how does capkv work"]
+    proc = run("ask", "--json", "--batch", "-", stdin="\n".join(questions) + "\n")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 2
+    objs = [json.loads(line) for line in lines]
+    assert [o["question"] for o in objs] == questions
+    assert [o["mode"] for o in objs] == ["compare", "ask"]
+    for obj in objs:
+        _check_contract(obj)
+        assert obj["grounded"] is True
+
+
+@pytest.mark.parametrize("question", ["", "   "], ids=["empty", "blank"])
+def test_empty_question_exits_2_with_one_line_message(run, question):
+    proc = run("ask", question)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "empty" in lines[0]
+
+
+def test_empty_store_tells_to_run_ingest(run, tmp_path):
+    proc = run("ask", "--json", "what does CorrSteer do?", storage=tmp_path / "fresh-store")
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    assert "rag-bot ingest" in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_stats_reports_the_38_seed_papers(run, seed_storage):
+    proc = run("stats")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("38 papers, ")
+    assert str(seed_storage) in lines[0]
+    per_source = [int(line.rsplit(":", 1)[1]) for line in lines[2:] if line.startswith("  ")]
+    assert sum(per_source) == 38 and len(per_source) == 2, "papers per seed file"
+
+
+def test_ingest_warns_with_file_and_line_and_keeps_good_records(run, tmp_path):
+    from rag_bot.engine import Engine
+    from rag_bot.settings import Settings
+
+    data = tmp_path / "tiny.jsonl"
+    good = [
+        {"id": "good-1", "title": "Frobnicating widgets with lattice sieves",
+         "abstract": "We introduce WidgetSieve, a lattice sieve that frobnicates widgets in linear time and "
+                     "beats prior sieves on three widget benchmarks."},
+        {"id": "good-2", "title": "Counting pebbles with tiny robots",
+         "abstract": "We present PebbleBot, a swarm of tiny robots that count pebbles on a beach with under "
+                     "one percent error across ten beaches."},
+    ]
+    data.write_text(
+        json.dumps(good[0]) + "\n"
+        + '{"id": "broken", "title": \n'
+        + json.dumps(good[1]) + "\n"
+        + json.dumps({"id": "no-abstract", "title": "Missing the abstract"}) + "\n",
+        encoding="utf-8",
+    )
+    store = tmp_path / "store"
+    proc = run("ingest", "--quiet", str(data), storage=store)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning:")]
+    assert any(f"{data}:2:" in w for w in warnings), proc.stderr
+    assert any(f"{data}:4:" in w and "abstract" in w for w in warnings), proc.stderr
+    assert len(warnings) == 2
+    assert "Read 2 papers" in proc.stdout
+    indexed = {p.doc_id for p in Engine(Settings(storage=store)).index.all_papers()}
+    assert indexed == {"good-1", "good-2"}
+
+
+def test_ask_prints_answer_and_sources_without_importing_gradio(run, engine):
+    code = (
+        "import sys\n"
+        "from rag_bot.cli import main\n"
+        "rc = main(['ask', 'how', 'does', 'capkv', 'work'])\n"
+        "print('@@', rc, sorted(m for m in sys.modules if m.split('.')[0] == 'gradio'))\n"
+    )
+    proc = run("-c", code, exe=[sys.executable])
+    assert proc.returncode == 0, proc.stderr
+    answer, _, report = proc.stdout.rpartition("@@ ")
+    assert report.strip() == "0 []", "`rag-bot ask` must not load the chat stack (gradio)"
+    # the question was really answered, in the human format
+    capkv = _paper_with(engine, "CapKV")
+    assert "[1]" in answer and "Sources:" in answer
+    assert f"[1] {clean_markup(engine.retriever.papers[capkv].title)} ({capkv}," in answer
