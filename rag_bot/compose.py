@@ -55,6 +55,12 @@ _RESULT_CUES = re.compile(
     r"better|consistent\w*|significant\w*|results? show\w*|experiments? show\w*|demonstrat\w*)\b)",
     re.IGNORECASE,
 )
+_RESULT_WORDS = re.compile(
+    r"\b(outperform\w*|improv\w*|achiev\w*|reduc\w*|speed\w*|surpass\w*|gains?|state-of-the-art|"
+    r"results? show\w*|experiments? (?:show|demonstrate)\w*|demonstrat\w*|yield\w*|boost\w*|match\w*)\b",
+    re.IGNORECASE,
+)
+_LIMITATION = re.compile(r"\b(however|limitation\w*|fail\w*|suffer\w*|challenge\w*|we find that vanilla)\b", re.IGNORECASE)
 _STOP = set(
     "a an the of in on for to and or with by from as at is are was were be been this that these those "
     "it its their our we they what which who how does do did can could should would about into than "
@@ -325,7 +331,7 @@ class OfflineComposer(BaseSynthesizer):
         if not counts:
             return "Related work"
         # Terms shared inside the group but rarer elsewhere name the theme.
-        outside = Counter()
+        outside: Counter[str] = Counter()
         for paper in everyone:
             if paper not in members:
                 outside.update({w[:7] for w in _WORD.findall(clean_markup(paper.paper.text).lower())})
@@ -355,8 +361,11 @@ class OfflineComposer(BaseSynthesizer):
                 candidates = [s for s in pool if cues.search(s) and s not in used] or \
                              [s for s in ordered if s not in used]
                 if row == "Reported results":
-                    with_numbers = [s for s in candidates if re.search(r"\d", s)]
-                    candidates = with_numbers or candidates
+                    # A finding reads like one: a result verb, ideally with a figure, not a limitation.
+                    def strength(s: str) -> int:
+                        verbs = bool(_RESULT_WORDS.search(s))
+                        return 2 * verbs + bool(re.search(r"\d", s)) - 2 * bool(_LIMITATION.search(s))
+                    candidates = sorted(candidates, key=strength, reverse=True)
                 sentence = candidates[0] if candidates else ""
                 used.add(sentence)
                 pick[row] = sentence

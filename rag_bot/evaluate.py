@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from rag_bot.engine import Engine
-from rag_bot.types import Answer
+from rag_bot.types import Answer, Mode
 
 DEFAULT_SET = Path(__file__).resolve().parent.parent / "tests" / "data" / "dev_questions.jsonl"
 
@@ -61,7 +61,8 @@ def evaluate(engine: Engine, questions: list[Question]) -> dict[str, Any]:
     latencies: list[float] = []
     rows: list[dict[str, Any]] = []
     for q in questions:
-        answer = engine.ask(q.question, mode=q.mode if q.kind in ("summary", "compare") else None)
+        mode: Mode | None = q.mode if q.kind in ("summary", "compare") else None  # type: ignore[assignment]
+        answer = engine.ask(q.question, mode=mode)
         latencies.append(answer.timings_ms["total"])
         integrity.append(citation_integrity(answer))
         ranking = [str(r["doc_id"]) for r in answer.retrieved]

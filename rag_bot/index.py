@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 import chromadb
 from chromadb.config import Settings as ChromaSettings
 from llama_index.core.node_parser import SentenceSplitter
-from llama_index.core.schema import Document, NodeRelationship, RelatedNodeInfo, TextNode
+from llama_index.core.schema import BaseNode, Document, NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
 from rag_bot.embedding import MODEL_NAME, MiniLMEmbedding
@@ -249,7 +249,7 @@ class PaperIndex:
         for node, vector in zip(nodes, vectors[: len(nodes)]):
             node.embedding = vector.tolist()
         if nodes:
-            self.vector_store.add(nodes)
+            self.vector_store.add(list[BaseNode](nodes))
         self.papers.upsert(
             ids=ids,
             documents=[paper.text for paper, _ in batch],
