@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from rag_bot.errors import EmptyQuestionError, NoIndexError, StoreError
 from rag_bot.settings import Settings, get_settings
 
 
@@ -175,9 +176,6 @@ def main(argv: list[str] | None = None) -> int:
         )
     except Exception as exc:  # pydantic's validation error, e.g. a bad RAG_BOT_ value
         return _fail(f"bad setting: {exc}".splitlines()[0] + " (see README, Settings)", 2)
-    from rag_bot.engine import EmptyQuestionError, NoIndexError
-    from rag_bot.index import StoreError
-
     try:
         return int(args.func(args, settings))
     except (NoIndexError, StoreError) as exc:

@@ -8,17 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from rag_bot.corpus import ReadResult, read_paths
+from rag_bot.errors import EmptyQuestionError, NoIndexError
 from rag_bot.index import IngestReport, PaperIndex, store_label
 from rag_bot.settings import Settings
 from rag_bot.types import Answer, Mode
-
-
-class NoIndexError(RuntimeError):
-    """The store holds no papers yet."""
-
-
-class EmptyQuestionError(ValueError):
-    """The question is empty or blank."""
 
 
 class Engine:

@@ -22,16 +22,13 @@ from llama_index.core.schema import BaseNode, Document, NodeRelationship, Relate
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
 from rag_bot.embedding import MODEL_NAME, MiniLMEmbedding
+from rag_bot.errors import StoreError
 from rag_bot.settings import Settings
 from rag_bot.text import clean_markup
 from rag_bot.types import Paper
 
 BATCH_PAPERS = 32
 _READ_BATCH = 2000
-
-
-class StoreError(RuntimeError):
-    """The store cannot be opened or used (a clear message for the user)."""
 
 
 @dataclass

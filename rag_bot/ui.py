@@ -7,7 +7,8 @@ import os
 import sys
 from typing import Any
 
-from rag_bot.engine import EmptyQuestionError, Engine, NoIndexError
+from rag_bot.engine import Engine
+from rag_bot.errors import EmptyQuestionError, NoIndexError
 from rag_bot.index import store_label
 from rag_bot.settings import Settings
 from rag_bot.types import Answer
