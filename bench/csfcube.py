@@ -39,6 +39,7 @@ DATA = REPO.parent / "shared" / "data" / "csfcube"
 DEFAULT_STORE = REPO / "storage" / "bench-csfcube"
 DEFAULT_OUT = REPO / "docs" / "csfcube.md"
 CUTOFF = 20
+INGEST_LOG = "bench_csfcube_ingest.json"
 FACETS = ("background", "method", "result")
 
 
@@ -74,7 +75,19 @@ def ingest(store: Path, papers: list[Any]) -> tuple[Any, float]:
             print(f"  ingest {done[0]}/{len(papers)} ({time.perf_counter() - start:.0f} s)", flush=True)
 
     report = engine.index.ingest(papers, progress=progress)
-    return report, time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    if report.chunks_embedded:  # remember the slow runs: later runs find nothing to embed
+        log = ingest_log(store)
+        log.append({"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "papers": report.added + report.updated,
+                    "chunks": report.chunks_embedded, "seconds": round(seconds)})
+        (store / INGEST_LOG).write_text(json.dumps(log, indent=1), encoding="utf-8")
+    return report, seconds
+
+
+def ingest_log(store: Path) -> list[dict[str, Any]]:
+    """The runs that embedded something into this store (kept in the store folder, not in git)."""
+    path = store / INGEST_LOG
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
 
 
 # --- metrics ---------------------------------------------------------------------------------------------
@@ -302,6 +315,18 @@ def run_ideas(store: Path, queries: list[dict[str, Any]], top_k: int, candidates
             rankings[q["qid"]] = drop_excluded([comp.ids[i] for i in order], q["exclude_ids"])[:top_k]
         return score_run(rankings, queries)
 
+    def sentence_dense(q: dict[str, Any], agg: str = "max", with_full: float = 0.0) -> np.ndarray:
+        parts = sentences(q["query"])
+        d = sum(dense_of(s, agg) for s in parts)
+        if with_full:
+            d = d + with_full * len(parts) * dense_of(q["query"], agg)
+        return d
+
+    def three_way(q: dict[str, Any], wc: float, wp: float) -> np.ndarray:
+        topic = topic_query(q["query"])
+        best, _, paper = comp.dense(topic)
+        return rrf([(best, wc), (paper, wp), (comp.bm25(topic), 1 - wc - wp)], n, depth=candidates)
+
     def per_sentence(q: dict[str, Any], combine: str, with_full: float = 0.0, **kw: Any) -> np.ndarray:
         parts = sentences(q["query"])
         if combine == "rrf":  # each sentence's hybrid ranking, fused by RRF (+ the whole query's, weighted)
@@ -311,10 +336,11 @@ def run_ideas(store: Path, queries: list[dict[str, Any]], top_k: int, candidates
             return rrf(runs, n, depth=None)
         if combine == "dense-sum":  # dense: sum of per-sentence cosines; BM25 on the whole query
             w = kw.get("w", 0.6)
-            d = sum(dense_of(s, kw.get("agg", "max")) for s in parts)
-            if with_full:
-                d = d + with_full * len(parts) * dense_of(q["query"], kw.get("agg", "max"))
-            return rrf([(d, w), (comp.bm25(topic_query(q["query"])), 1 - w)], n, depth=candidates)
+            d = sentence_dense(q, kw.get("agg", "max"), with_full)
+            b = comp.bm25(topic_query(q["query"]))
+            if kw.get("fusion") == "minmax":
+                return w * minmax(d) + (1 - w) * minmax(np.where(np.isfinite(b), b, 0.0))
+            return rrf([(d, w), (b, 1 - w)], n, depth=candidates)
         if combine == "dense-max":  # dense: best sentence cosine per paper; BM25 on the whole query
             w = kw.get("w", 0.6)
             d = np.max([dense_of(s, "max") for s in parts], axis=0)
@@ -352,6 +378,13 @@ def run_ideas(store: Path, queries: list[dict[str, Any]], top_k: int, candidates
     ]
     for w in (0.7, 0.8):
         ideas.append((f"sentences: dense-sum + whole, weight {w}", lambda q, w=w: per_sentence(q, "dense-sum", 1.0, w=w)))
+    ideas += [
+        ("dense only, sentences: sum of sentence cosines + whole query", lambda q: sentence_dense(q, "max", 1.0)),
+        ("dense only, sentences: sum of sentence cosines", lambda q: sentence_dense(q, "max")),
+        ("sentences: dense-sum + whole, min-max fusion w 0.7", lambda q: per_sentence(q, "dense-sum", 1.0, w=0.7, fusion="minmax")),
+        ("three RRF rankings: best chunk 0.3, abstract 0.3, BM25 0.4", lambda q: three_way(q, 0.3, 0.3)),
+        ("three RRF rankings: best chunk 0.4, abstract 0.3, BM25 0.3", lambda q: three_way(q, 0.4, 0.3)),
+    ]
     results = []
     for label, fn in ideas:
         start = time.perf_counter()
@@ -452,6 +485,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"csfcube: {len(papers)} docs, {len(queries)} queries; store {args.store}", flush=True)
     report, secs = ingest(args.store, papers)
     ingest_line = f"This run: {report} in {secs:.0f} s."
+    log = ingest_log(args.store)
+    if log:
+        papers_done = sum(e["papers"] for e in log)
+        secs_done = sum(e["seconds"] for e in log)
+        ingest_line += (
+            f" Embedding runs into this store: {len(log)} ("
+            + "; ".join(f"{e['date']}: {e['papers']} papers, {e['chunks']} chunks, {e['seconds']} s" for e in log)
+            + f"), in all {papers_done} papers in {secs_done} s = {secs_done / 60:.1f} min "
+            f"({papers_done / max(secs_done, 1):.1f} papers/s)."
+        )
     print(f"ingest: {ingest_line}", flush=True)
     if args.ingest_only:
         return 0

@@ -169,15 +169,18 @@ class OfflineComposer(BaseSynthesizer):
     # --- composing -----------------------------------------------------------------------------------
     def evidence(self, question: str, papers: Sequence[ScoredPaper]) -> float:
         """How well the collection answers the question: the best sentence similarity in the top
-        papers plus how far the best paper stands out from the next ones (a near miss matches many
-        papers a little; an answerable question matches one paper clearly)."""
+        papers, plus how far the best paper stands out from the next ones (a near miss matches many
+        papers a little; an answerable question matches one paper clearly), plus how many of the
+        question's specific words the top papers contain (a near miss names a concept none holds)."""
         if not papers:
             return 0.0
         sims = sorted((p.similarity for p in papers), reverse=True)
         margin = sims[0] - float(np.mean(sims[1:5])) if len(sims) > 1 else sims[0]
         query = np.asarray(self.embedder.get_query_embedding(question))
         best_sentence = max(float((self.sentence_vectors(p.paper)[1] @ query).max()) for p in papers[:3])
-        return best_sentence + self.settings.refusal_margin_weight * margin
+        coverage = max(p.coverage for p in papers[:3])
+        return (best_sentence + self.settings.refusal_margin_weight * margin
+                + self.settings.refusal_coverage_weight * coverage)
 
     def is_grounded(self, question: str, papers: Sequence[ScoredPaper]) -> bool:
         """Whether the collection holds something relevant: a named paper or enough evidence."""

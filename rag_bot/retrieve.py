@@ -120,6 +120,13 @@ class PaperRetriever(BaseRetriever):
             tokens = bm25s.tokenize(corpus, stopwords="en", stemmer=self._stemmer, show_progress=False)
             self._bm25 = bm25s.BM25()
             self._bm25.index(tokens, show_progress=False)
+            vocab = {i: w for w, i in tokens.vocab.items()}
+            self._doc_terms = {d: {vocab[t] for t in ids} for d, ids in zip(self._ids, tokens.ids)}
+            df: dict[str, int] = {}
+            for terms in self._doc_terms.values():
+                for term in terms:
+                    df[term] = df.get(term, 0) + 1
+            self._df = df
 
     @property
     def papers(self) -> dict[str, Paper]:
@@ -151,6 +158,20 @@ class PaperRetriever(BaseRetriever):
         docs, scores = self._bm25.retrieve(tokens, k=min(k, len(self._ids)), show_progress=False)
         return {self._ids[int(d)]: float(s) for d, s in zip(docs[0], scores[0]) if s > 0}
 
+    def coverage(self, question: str, doc_id: str) -> float:
+        """IDF-weighted share of the question's content words that occur in the paper (lexical evidence)."""
+        terms = getattr(self, "_doc_terms", {}).get(doc_id)
+        if not terms:
+            return 0.0
+        import bm25s
+
+        tokens = bm25s.tokenize([topic_query(question)], stopwords="en", stemmer=self._stemmer,
+                                show_progress=False, return_ids=False)[0]
+        n = len(self._ids)
+        weights = {t: math.log((n + 1) / (self._df.get(t, 0) + 0.5)) for t in set(tokens) if len(t) > 2}
+        total = sum(weights.values())
+        return sum(w for t, w in weights.items() if t in terms) / total if total > 0 else 0.0
+
     def retrieve_papers(self, question: str, top_k: int | None = None) -> list[ScoredPaper]:
         """Papers for a question, best first, with their fused score and best dense similarity."""
         top_k = top_k or self.settings.top_k
@@ -181,10 +202,9 @@ class PaperRetriever(BaseRetriever):
         return [
             ScoredPaper(
                 paper=self._papers[d], score=round(fused[d], 6), similarity=round(dense.get(d, 0.0), 4),
-                named=d in named,
+                named=d in named, coverage=round(self.coverage(question, d), 4) if i < 3 else 0.0,
             )
-            for d in ranked
-            if d in self._papers
+            for i, d in enumerate(d for d in ranked if d in self._papers)
         ]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

@@ -43,11 +43,15 @@ class Settings(BaseSettings):
         0.30, description="Least cosine similarity of a paper to the question for it to be cited."
     )
     refusal_threshold: float = Field(
-        0.49,
+        0.61,
         description="The bot declines when its evidence score (best sentence similarity in the top 3 "
-        "papers + margin weight x how far the best paper stands out) is below this; calibrated in docs/eval.md.",
+        "papers + margin weight x how far the best paper stands out + coverage weight x share of the "
+        "question's words they contain) is below this; calibrated in docs/eval.md.",
     )
     refusal_margin_weight: float = Field(1.0, description="Weight of the best paper's margin in the evidence score.")
+    refusal_coverage_weight: float = Field(
+        0.4, description="Weight of the question-word coverage of the top papers in the evidence score."
+    )
     answer_papers: int = Field(6, description="Most papers an answer or summary cites.")
 
     # --- answer writing ---------------------------------------------------------------------------

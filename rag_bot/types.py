@@ -50,6 +50,9 @@ class ScoredPaper(BaseModel):
     score: float = Field(description="Fused ranking score (higher is better).")
     similarity: float = Field(description="Best dense cosine similarity of its chunks to the question.")
     named: bool = Field(False, description="The question names this paper.")
+    coverage: float = Field(
+        0.0, description="Share of the question's content words (IDF-weighted, stemmed) found in the paper."
+    )
 
 
 class Citation(BaseModel):
