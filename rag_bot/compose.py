@@ -118,6 +118,7 @@ class OfflineComposer(BaseSynthesizer):
         self.embedder = embedder
         self.settings = settings
         self._sentence_cache: dict[tuple[str, int], tuple[list[str], np.ndarray]] = {}
+        self._limit: int | None = None
 
     def sentence_vectors(self, paper: Paper) -> tuple[list[str], np.ndarray]:
         """The cleaned sentences of a paper and their embeddings (cached: papers recur across questions)."""
@@ -197,9 +198,12 @@ class OfflineComposer(BaseSynthesizer):
         keep = [p for p in papers if p.named or p.similarity >= floor]
         return keep[:limit]
 
-    def compose(self, question: str, papers: Sequence[ScoredPaper], mode: Mode | None = None) -> Answer:
-        """A cited answer to the question from the ranked papers."""
+    def compose(
+        self, question: str, papers: Sequence[ScoredPaper], mode: Mode | None = None, max_papers: int | None = None
+    ) -> Answer:
+        """A cited answer to the question from the ranked papers (citing at most `max_papers`)."""
         mode = mode or detect_mode(question)
+        self._limit = max_papers
         retrieved: list[dict[str, float | str]] = [
             {"doc_id": p.paper.doc_id, "score": p.score} for p in papers[:10]
         ]
@@ -248,7 +252,7 @@ class OfflineComposer(BaseSynthesizer):
         return out
 
     def _ask(self, question: str, papers: Sequence[ScoredPaper], citer: _Citer) -> str:
-        chosen = self.relevant(papers, margin=0.08, limit=4)
+        chosen = self.relevant(papers, margin=0.08, limit=self._limit or 4)
         scored = self._scored_sentences(question, chosen)
         lead_paper, lead = chosen[0], scored[0]
         parts = []
@@ -274,7 +278,7 @@ class OfflineComposer(BaseSynthesizer):
         return "\n\n".join(parts)
 
     def _summary(self, question: str, papers: Sequence[ScoredPaper], citer: _Citer) -> str:
-        chosen = self.relevant(papers, margin=0.15, limit=max(self.settings.answer_papers, 6))
+        chosen = self.relevant(papers, margin=0.15, limit=self._limit or self.settings.answer_papers)
         scored = self._scored_sentences(question, chosen)
         lines: dict[str, str] = {}
         for paper, sentences in zip(chosen, scored):

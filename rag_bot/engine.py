@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +13,21 @@ from rag_bot.corpus import ReadResult, read_paths
 from rag_bot.errors import EmptyQuestionError, NoIndexError
 from rag_bot.index import IngestReport, PaperIndex, store_label
 from rag_bot.settings import Settings
-from rag_bot.types import Answer, Mode
+from rag_bot.types import Answer, Mode, ScoredPaper
+
+_FOLLOW_UP = re.compile(
+    r"^(?:and|but|also|what about|how about|which of (?:them|these|those)|do any|does any|of these|"
+    r"among (?:them|these))\b|\b(?:they|them|these|those|it|its|their|each of)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class Turn:
+    """One earlier exchange of a conversation."""
+
+    question: str
+    answer: Answer | None = None
 
 
 class Engine:
@@ -67,23 +83,69 @@ class Engine:
             self._retriever.reload()
         return report, result
 
-    def ask(self, question: str, mode: Mode | None = None) -> Answer:
-        """A cited answer (or a plain refusal) to a question."""
+    def ask(
+        self,
+        question: str,
+        mode: Mode | None = None,
+        history: Sequence[Turn] | None = None,
+        max_papers: int | None = None,
+    ) -> Answer:
+        """A cited answer (or a plain refusal) to a question, in the context of earlier turns."""
+        answer: Answer | None = None
+        for event in self.stream(question, mode=mode, history=history, max_papers=max_papers):
+            if isinstance(event, Answer):
+                answer = event
+        assert answer is not None
+        return answer
+
+    def stream(
+        self,
+        question: str,
+        mode: Mode | None = None,
+        history: Sequence[Turn] | None = None,
+        max_papers: int | None = None,
+    ) -> Iterator[str | Answer]:
+        """Text deltas of the answer as it is written, then the final (citation-checked) `Answer`."""
         question = " ".join((question or "").split())
         if not question:
             raise EmptyQuestionError("the question is empty")
         self.require_index()
         start = time.perf_counter()
-        papers = self.retriever.retrieve_papers(question)
+        search = self.standalone_question(question, history or [])
+        papers = self.retriever.retrieve_papers(search)
+        if history:
+            papers = self._carry_over(papers, history)
         retrieved = time.perf_counter()
-        answer = self.composer.compose(question, papers, mode=mode)
+        answer = self.composer.compose(question, papers, mode=mode, max_papers=max_papers)
+        # The offline composer writes the whole answer at once; it is streamed in word-sized deltas
+        # so that every surface handles one kind of answer stream.
+        yield from re.findall(r"\S+\s*|\s+", answer.answer)
         done = time.perf_counter()
         answer.timings_ms = {
             "retrieve": round((retrieved - start) * 1000, 1),
             "compose": round((done - retrieved) * 1000, 1),
             "total": round((done - start) * 1000, 1),
         }
-        return answer
+        yield answer
+
+    def standalone_question(self, question: str, history: Sequence[Turn]) -> str:
+        """The question to retrieve with: a follow-up ("and which of them is fastest?") gets the terms of
+        the previous question carried over."""
+        if not history or not _FOLLOW_UP.search(question):
+            return question
+        return f"{history[-1].question} {question}"
+
+    def _carry_over(self, papers: list[ScoredPaper], history: Sequence[Turn]) -> list[ScoredPaper]:
+        """Papers cited in the previous turn stay candidates for a follow-up question."""
+        previous = [c.doc_id for c in history[-1].answer.citations] if history[-1].answer else []
+        have = {p.paper.doc_id for p in papers}
+        extra = [d for d in previous if d not in have and d in self.retriever.papers]
+        if not extra:
+            return papers
+        sims = self.retriever.similarities(history[-1].question, extra)
+        return papers + [
+            ScoredPaper(paper=self.retriever.papers[d], score=0.0, similarity=sims.get(d, 0.0)) for d in extra
+        ]
 
     def stats(self) -> dict[str, Any]:
         """Size and location of the index."""

@@ -158,6 +158,12 @@ class PaperRetriever(BaseRetriever):
         docs, scores = self._bm25.retrieve(tokens, k=min(k, len(self._ids)), show_progress=False)
         return {self._ids[int(d)]: float(s) for d, s in zip(docs[0], scores[0]) if s > 0}
 
+    def similarities(self, question: str, doc_ids: list[str]) -> dict[str, float]:
+        """Dense cosine similarity of given papers (whole-abstract vectors) to a question."""
+        vectors = self.index.paper_vectors(doc_ids)
+        query = np.asarray(self.index.embedder.get_query_embedding(topic_query(question)))
+        return {d: float(np.dot(query, np.asarray(v))) for d, v in vectors.items()}
+
     def coverage(self, question: str, doc_id: str) -> float:
         """IDF-weighted share of the question's content words that occur in the paper (lexical evidence)."""
         terms = getattr(self, "_doc_terms", {}).get(doc_id)
