@@ -68,11 +68,20 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("OPENAI_BASE_URL", "RAG_BOT_OPENAI_BASE_URL"),
         description="Base URL of any OpenAI-compatible server (OPENAI_BASE_URL).",
     )
-    llm_model: str = Field("gpt-4o-mini", description="Chat model that writes answers.")
+    llm_model: str = Field("gpt-4o-mini", description="Chat model that writes answers (RAG_BOT_LLM_MODEL).")
+    llm_timeout: float = Field(30.0, description="Seconds to wait for one LLM request.")
+    llm_retries: int = Field(2, description="Retries of a timed-out, 429 or 5xx LLM request (with backoff).")
+    llm_temperature: float = Field(0.1, description="Sampling temperature of the LLM.")
+    llm_max_tokens: int = Field(700, description="Most tokens an LLM answer may have.")
+    gguf: Path | None = Field(None, description="GGUF model file served by llama.cpp when RAG_BOT_LLM=local.")
 
     # --- chat server ------------------------------------------------------------------------------
     host: str = Field("127.0.0.1", description="Address the chat binds to.")
     port: int = Field(7860, description="Port of the chat.")
+    auth: str | None = Field(
+        None, description="user:password (or a file of such lines) to require a login for the chat."
+    )
+    max_upload_mb: int = Field(20, description="Largest corpus file the chat accepts for upload, in MB.")
 
 
 def get_settings(**overrides: object) -> Settings:
