@@ -68,6 +68,15 @@ _STOP = set(
     "used based new approach method methods model models also such more most via each both".split()
 )
 _WORD = re.compile(r"[a-z][a-z0-9\-]+")
+_LABEL_WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]+")
+# Words every abstract uses; they never name a theme.
+_GENERIC = set(
+    "propose proposed present introduce show shows shown results result performance existing novel "
+    "framework frameworks methods large language llm llms models learning data task tasks however while "
+    "across achieve achieves significant significantly experiments extensive state-of-the-art art state "
+    "improve improves improved improving work recent recently first further without including two three "
+    "efficient effective effectively different various key critical across under both often remains".split()
+)
 
 
 def detect_mode(question: str) -> Mode:
@@ -327,24 +336,46 @@ class OfflineComposer(BaseSynthesizer):
         return out
 
     def _label(self, question: str, members: Sequence[ScoredPaper], everyone: Sequence[ScoredPaper]) -> str:
-        counts: Counter[str] = Counter()
+        """A theme name: the phrase (preferably two words, "speculative decoding") most shared inside the
+        group and rarest among the other papers of the answer."""
+
+        def phrases(paper: ScoredPaper) -> dict[str, str]:
+            words = _LABEL_WORD.findall(clean_markup(paper.paper.text))
+            found: dict[str, str] = {}
+            for i, word in enumerate(words):
+                low = word.lower()
+                if low in _STOP or low in _GENERIC or len(low) < 3:
+                    continue
+                found.setdefault(low.rstrip("s"), word)
+                if i + 1 < len(words):
+                    nxt = words[i + 1].lower()
+                    if nxt not in _STOP and nxt not in _GENERIC and len(nxt) >= 3:
+                        found.setdefault(f"{low} {nxt.rstrip('s')}", f"{word} {words[i + 1]}")
+            return found
+
+        inside: Counter[str] = Counter()
         surface: dict[str, str] = {}
+        del everyone  # kept in the signature: the label depends on the group only
         for paper in members:
-            words = _WORD.findall(clean_markup(paper.paper.text).lower())
-            for w in set(words):
-                if w not in _STOP and len(w) > 3:
-                    counts[w[:7]] += 1
-                    surface.setdefault(w[:7], w)
-        if not counts:
+            for key, text in phrases(paper).items():
+                inside[key] += 1
+                surface.setdefault(key, text)
+        if not inside:
             return "Related work"
-        # Terms shared inside the group but rarer elsewhere name the theme.
-        outside: Counter[str] = Counter()
-        for paper in everyone:
-            if paper not in members:
-                outside.update({w[:7] for w in _WORD.findall(clean_markup(paper.paper.text).lower())})
-        ranked = sorted(counts, key=lambda w: (-(counts[w] - 0.5 * outside[w]), w))
-        top = [surface[w] for w in ranked[:2]]
-        return " and ".join(top).capitalize()
+        # Among the phrases the group shares, the one closest in meaning to the group's centroid names it
+        # ("speculative decoding"), rather than a frequent but empty word ("consistently").
+        need = min(2, len(members))
+        candidates = [k for k, c in inside.most_common() if c >= need][:40] or [k for k, _ in inside.most_common(40)]
+        centroid = np.mean([self.sentence_vectors(p.paper)[1].mean(axis=0) for p in members], axis=0)
+        centroid /= max(float(np.linalg.norm(centroid)), 1e-9)
+        vectors = self.embedder.embed([surface[k] for k in candidates])
+        question_terms = {w.lower().rstrip("s") for w in _LABEL_WORD.findall(question)}
+        scores = [
+            float(v @ centroid) + 0.04 * inside[k] + (0.05 if " " in k else 0.0) - (0.1 if k in question_terms else 0.0)
+            for k, v in zip(candidates, vectors)
+        ]
+        label = surface[candidates[int(np.argmax(scores))]]
+        return label[0].upper() + label[1:]
 
     def _compare(self, question: str, papers: Sequence[ScoredPaper], citer: _Citer) -> str:
         named = [p for p in papers if p.named]
