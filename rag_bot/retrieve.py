@@ -22,6 +22,9 @@ from rag_bot.text import clean_markup, normalize_name
 from rag_bot.types import Paper, ScoredPaper
 
 RRF_K = 60
+LONG_QUESTION_WORDS = 25
+FEEDBACK_PAPERS = 10  # top papers whose abstracts feed back into a long question
+FEEDBACK_TERMS = 10  # terms they add to its BM25 query
 # Words that say what kind of answer is wanted, not what it is about; they only blur retrieval.
 _INSTRUCTION = re.compile(
     r"\b(?:(?:please|can you|could you)\s+)?(?:summari[sz]e|give (?:me )?(?:an? )?(?:overview|summary)"
@@ -56,14 +59,17 @@ class NameIndex:
                     index.by_key.setdefault(key, []).append((alias, paper.doc_id))
         return index
 
-    def find(self, question: str) -> list[str]:
-        """doc_ids of papers named in the question, in the order they are named."""
+    def find(self, question: str, distinctive_only: bool = False) -> list[str]:
+        """doc_ids of papers named in the question, in the order they are named (with
+        `distinctive_only`, only names no ordinary text would contain: CorrSteer, Quartet II)."""
         tokens = re.findall(r"[\w][\w\-–.+]*[\w+]|[\w]", question)
         found: list[str] = []
         for size in (3, 2, 1):
             for i in range(len(tokens) - size + 1):
                 raw = " ".join(tokens[i:i + size])
                 for alias, doc_id in self.by_key.get(normalize_name(raw), []):
+                    if distinctive_only and not _is_distinctive(alias):
+                        continue
                     if _alias_matches(alias, raw) and doc_id not in found:
                         found.append(doc_id)
         order = {doc_id: question.lower().find(self._first_word(doc_id)) for doc_id in found}
@@ -84,6 +90,23 @@ def _alias_matches(alias: str, raw: str) -> bool:
     if letters.isupper() and len(letters) <= 8:
         return re.sub(r"[^A-Za-z0-9]", "", raw) == re.sub(r"[^A-Za-z0-9]", "", alias)
     return True
+
+
+def _fuse(dense: dict[str, float], lexical: dict[str, float], dense_weight: float) -> dict[str, float]:
+    """Weighted reciprocal-rank fusion of two rankings."""
+    fused: dict[str, float] = {}
+    for ranking, weight in ((dense, dense_weight), (lexical, 1.0 - dense_weight)):
+        if weight <= 0:
+            continue
+        for rank, doc_id in enumerate(sorted(ranking, key=ranking.__getitem__, reverse=True)):
+            fused[doc_id] = fused.get(doc_id, 0.0) + weight / (RRF_K + rank + 1)
+    return fused
+
+
+def _is_distinctive(alias: str) -> bool:
+    # Inner capitals or digits after lower case (CorrSteer, DSGym, Quartet II counts via "II" only when
+    # joined to a word): acronyms such as "LM" or "MST" and capitalised phrases appear in ordinary text.
+    return bool(re.search(r"[a-z][A-Z]|[a-z]-?[A-Z0-9]|[A-Z][a-z]+\s+(?:[IVX]+|\d)", alias))
 
 
 def _cosine_from_chroma(score: float | None) -> float:
@@ -133,8 +156,8 @@ class PaperRetriever(BaseRetriever):
         """The collection, by doc_id."""
         return self._papers
 
-    def _dense(self, question: str, k: int) -> dict[str, float]:
-        embedding = self.index.embedder.get_query_embedding(question)
+    def _dense(self, question: str, k: int, embedding: list[float] | None = None) -> dict[str, float]:
+        embedding = embedding or self.index.embedder.get_query_embedding(question)
         bundle = QueryBundle(query_str=question, embedding=embedding)
         retriever = self.index.llama_index.as_retriever(similarity_top_k=k)
         best: dict[str, float] = {}
@@ -147,16 +170,40 @@ class PaperRetriever(BaseRetriever):
             best[doc_id] = max(best.get(doc_id, -1.0), 1.0 - float(distance))
         return best
 
-    def _bm25_scores(self, question: str, k: int) -> dict[str, float]:
-        if self._bm25 is None:
-            return {}
+    def _stems(self, text: str) -> list[str]:
         import bm25s
 
-        tokens = bm25s.tokenize([question], stopwords="en", stemmer=self._stemmer, show_progress=False)
-        if not tokens.vocab:
+        return list(bm25s.tokenize([text], stopwords="en", stemmer=self._stemmer, show_progress=False,
+                                   return_ids=False)[0])
+
+    def _bm25_scores(self, question: str, k: int, extra_stems: list[str] | None = None) -> dict[str, float]:
+        if self._bm25 is None:
             return {}
-        docs, scores = self._bm25.retrieve(tokens, k=min(k, len(self._ids)), show_progress=False)
+        known = self._bm25.vocab_dict
+        stems = [t for t in self._stems(question) + (extra_stems or []) if t in known]
+        if not stems:
+            return {}
+        docs, scores = self._bm25.retrieve([stems], k=min(k, len(self._ids)), show_progress=False)
         return {self._ids[int(d)]: float(s) for d, s in zip(docs[0], scores[0]) if s > 0}
+
+    def _feedback(self, topic: str, fused: dict[str, float], k: int) -> tuple[dict[str, float], dict[str, float]]:
+        """Pseudo-relevance feedback for long questions: the query vector moves toward the top papers'
+        abstracts (Rocchio) and BM25 gets their most specific shared terms (measured in docs/eval.md)."""
+        top = sorted(fused, key=fused.__getitem__, reverse=True)[: FEEDBACK_PAPERS]
+        vectors = self.index.paper_vectors(top)
+        query = np.asarray(self.index.embedder.get_query_embedding(topic))
+        if vectors:
+            query = query + np.mean([np.asarray(v) for v in vectors.values()], axis=0)
+            query /= max(float(np.linalg.norm(query)), 1e-9)
+        dense = self._dense(topic, k, embedding=query.tolist())
+        counts: dict[str, int] = {}
+        for doc_id in top[: FEEDBACK_PAPERS // 2]:
+            for term in getattr(self, "_doc_terms", {}).get(doc_id, ()):
+                counts[term] = counts.get(term, 0) + 1
+        n = len(self._ids)
+        ranked_terms = sorted(counts, key=lambda t: -counts[t] * math.log((n + 1) / (self._df.get(t, 0) + 0.5)))
+        lexical = self._bm25_scores(topic, k, extra_stems=ranked_terms[:FEEDBACK_TERMS])
+        return dense, lexical
 
     def similarities(self, question: str, doc_ids: list[str]) -> dict[str, float]:
         """Dense cosine similarity of given papers (whole-abstract vectors) to a question."""
@@ -188,14 +235,14 @@ class PaperRetriever(BaseRetriever):
         topic = topic_query(question)
         dense = self._dense(topic, k)
         lexical = self._bm25_scores(topic, k) if mode != "dense" else {}
-        fused: dict[str, float] = {}
         weights = {"dense": 1.0, "bm25": 0.0, "hybrid": self.settings.dense_weight}[mode]
-        for ranking, weight in ((dense, weights), (lexical, 1.0 - weights)):
-            if weight <= 0:
-                continue
-            for rank, doc_id in enumerate(sorted(ranking, key=ranking.__getitem__, reverse=True)):
-                fused[doc_id] = fused.get(doc_id, 0.0) + weight / (RRF_K + rank + 1)
-        named = self.names.find(question)
+        fused = _fuse(dense, lexical, weights)
+        long_question = len(question.split()) > LONG_QUESTION_WORDS
+        if long_question and mode == "hybrid" and self.settings.feedback and len(self._ids) > 2 * FEEDBACK_PAPERS:
+            fused = _fuse(*self._feedback(topic, fused, k), weights)
+        # A long question (a pasted abstract, a query by example) names its own concepts, not papers of
+        # the collection: there only unmistakable names count (measured on CSFCube, docs/eval.md).
+        named = self.names.find(question, distinctive_only=long_question)
         for position, doc_id in enumerate(named):
             fused[doc_id] = fused.get(doc_id, 0.0) + 1.0 - position * 0.01
         ranked = sorted(fused, key=fused.__getitem__, reverse=True)[:top_k]

@@ -39,6 +39,9 @@ class Settings(BaseSettings):
         "hybrid", description="Retriever: dense, BM25, or both fused (see docs/eval.md)."
     )
     dense_weight: float = Field(0.6, description="Weight of the dense ranking in the fusion.")
+    feedback: bool = Field(
+        True, description="Pseudo-relevance feedback for long questions (over 25 words); see docs/eval.md."
+    )
     min_score: float = Field(
         0.30, description="Least cosine similarity of a paper to the question for it to be cited."
     )
