@@ -14,6 +14,10 @@ from rag_bot.settings import Settings, get_settings
 
 def _print_answer(answer: Any, out: TextIO) -> None:
     out.write(answer.answer + "\n")
+    _print_sources(answer, out)
+
+
+def _print_sources(answer: Any, out: TextIO) -> None:
     if answer.citations:
         out.write("\nSources:\n")
         for c in answer.citations:
@@ -76,14 +80,43 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     engine = Engine(settings)
     engine.require_index()
     for question in questions:
-        answer = engine.ask(question, mode=args.mode)
+        if args.stream and not args.json:
+            answer = _stream_answer(engine, question, args.mode, sys.stdout)
+        else:  # --json keeps standard output one JSON object per question, so nothing is streamed there
+            answer = engine.ask(question, mode=args.mode)
+        if answer.notice:
+            print(f"rag-bot: {answer.notice}", file=sys.stderr, flush=True)
         if args.json:
             print(json.dumps(answer.to_json(), ensure_ascii=False), flush=True)
-        else:
+        elif not args.stream:
             _print_answer(answer, sys.stdout)
-            if len(questions) > 1:
-                print("\n---\n")
+        if len(questions) > 1 and not args.json:
+            print("\n---\n")
     return 0
+
+
+def _stream_answer(engine: Any, question: str, mode: str | None, out: TextIO) -> Any:
+    """Print the answer's text as it is written, then its sources; returns the final `Answer`."""
+    from rag_bot.types import Answer
+
+    shown: list[str] = []
+    answer: Any = None
+    for event in engine.stream(question, mode=mode):
+        if isinstance(event, Answer):
+            answer = event
+        else:
+            shown.append(event)
+            out.write(event)
+            out.flush()
+    text = "".join(shown).strip()
+    if text != answer.answer:
+        # The model failed mid-answer and the offline composer answered instead: the checked answer is what counts.
+        out.write("\n\n---\n" if text else "")
+        out.write(answer.answer)
+    out.write("\n")
+    _print_sources(answer, out)
+    out.flush()
+    return answer
 
 
 def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
@@ -150,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object per question")
     p.add_argument("--batch", metavar="FILE", help="one question per line ('-' for standard input)")
     p.add_argument("--mode", choices=["ask", "summary", "compare"], help="override the detected mode")
+    p.add_argument("--stream", action="store_true", help="print the answer as it is written (with an LLM)")
     p.set_defaults(func=cmd_ask)
 
     p = sub.add_parser("stats", help="size and place of the index")

@@ -50,11 +50,13 @@ class Engine:
 
     @property
     def composer(self) -> Any:
-        """The answer writer (the offline composer)."""
+        """The answer writer: an LLM (`LLMComposer`) when settings.llm asks for one, else the offline composer."""
         if self._composer is None:
             from rag_bot.compose import OfflineComposer
+            from rag_bot.llm import LLMComposer, uses_llm
 
-            self._composer = OfflineComposer(self.index.embedder, self.settings)
+            offline = OfflineComposer(self.index.embedder, self.settings)
+            self._composer = LLMComposer(offline, self.settings) if uses_llm(self.settings) else offline
         return self._composer
 
     def require_index(self) -> None:
@@ -92,7 +94,7 @@ class Engine:
     ) -> Answer:
         """A cited answer (or a plain refusal) to a question, in the context of earlier turns."""
         answer: Answer | None = None
-        for event in self.stream(question, mode=mode, history=history, max_papers=max_papers):
+        for event in self._answer(question, mode, history, max_papers, stream=False):
             if isinstance(event, Answer):
                 answer = event
         assert answer is not None
@@ -105,21 +107,52 @@ class Engine:
         history: Sequence[Turn] | None = None,
         max_papers: int | None = None,
     ) -> Iterator[str | Answer]:
-        """Text deltas of the answer as it is written, then the final (citation-checked) `Answer`."""
+        """Text deltas of the answer as it is written, then the final (citation-checked) `Answer`.
+
+        With an LLM the deltas are its tokens, already citation-checked; the final `Answer` is authoritative (if the
+        model fails mid-answer, it is the offline composer's answer, with a notice)."""
+        yield from self._answer(question, mode, history, max_papers, stream=True)
+
+    def _answer(
+        self,
+        question: str,
+        mode: Mode | None,
+        history: Sequence[Turn] | None,
+        max_papers: int | None,
+        stream: bool,
+    ) -> Iterator[str | Answer]:
         question = " ".join((question or "").split())
         if not question:
             raise EmptyQuestionError("the question is empty")
         self.require_index()
         start = time.perf_counter()
-        search = self.standalone_question(question, history or [])
+        composer = self.composer
+        rewritten = self.rewrite_question(question, history) if history else None
+        search = rewritten or self.standalone_question(question, history or [])
         papers = self.retriever.retrieve_papers(search)
         if history:
             papers = self._carry_over(papers, history)
         retrieved = time.perf_counter()
-        answer = self.composer.compose(question, papers, mode=mode, max_papers=max_papers)
-        # The offline composer writes the whole answer at once; it is streamed in word-sized deltas
-        # so that every surface handles one kind of answer stream.
-        yield from re.findall(r"\S+\s*|\s+", answer.answer)
+        answer: Answer | None = None
+        if hasattr(composer, "compose_stream"):
+            from rag_bot.compose import detect_mode
+
+            # The model is asked the standalone question; the mode follows what the user typed.
+            mode = mode or detect_mode(question)
+            events = composer.compose_stream(rewritten or question, papers, mode=mode, max_papers=max_papers) \
+                if stream else iter([composer.compose(rewritten or question, papers, mode=mode, max_papers=max_papers)])
+            for event in events:
+                if isinstance(event, Answer):
+                    answer = event
+                else:
+                    yield event
+            assert answer is not None
+            answer.question = question
+        else:
+            answer = composer.compose(question, papers, mode=mode, max_papers=max_papers)
+            # The offline composer writes the whole answer at once; it is streamed in word-sized deltas
+            # so that every surface handles one kind of answer stream.
+            yield from re.findall(r"\S+\s*|\s+", answer.answer)
         done = time.perf_counter()
         answer.timings_ms = {
             "retrieve": round((retrieved - start) * 1000, 1),
@@ -127,6 +160,16 @@ class Engine:
             "total": round((done - start) * 1000, 1),
         }
         yield answer
+
+    def rewrite_question(self, question: str, history: Sequence[Turn]) -> str | None:
+        """With an LLM, the question rewritten into a standalone one from the conversation (llama-index's
+        condense-question step); None with the offline composer or when the model cannot."""
+        composer = self.composer
+        if not history or not hasattr(composer, "rewrite_question"):
+            return None
+        turns = [(t.question, t.answer.answer if t.answer else "") for t in history[-3:]]
+        rewritten: str | None = composer.rewrite_question(question, turns)
+        return rewritten
 
     def standalone_question(self, question: str, history: Sequence[Turn]) -> str:
         """The question to retrieve with: a follow-up ("and which of them is fastest?") gets the terms of
