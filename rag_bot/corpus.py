@@ -1,7 +1,8 @@
-"""Reading corpus files (seed .txt, .jsonl, .jsonl.gz) into `Paper`s, reporting bad input with file and line."""
+"""Reading corpus files (seed .txt, .jsonl, .jsonl.gz, .csv) into `Paper`s, reporting bad input with file and line."""
 
 from __future__ import annotations
 
+import csv
 import gzip
 import json
 from collections.abc import Iterable
@@ -12,7 +13,8 @@ from rag_bot.text import derive_title, find_links, introduced_names
 from rag_bot.types import Paper, Problem
 
 SEED_HEADER = "ICML 2026 Papers"
-SUFFIXES = (".txt", ".jsonl", ".jsonl.gz")
+SUFFIXES = (".txt", ".jsonl", ".jsonl.gz", ".csv")
+CSV_COLUMNS = ("id", "title", "abstract")
 MIN_ABSTRACT_WORDS = 8
 
 
@@ -137,32 +139,81 @@ def read_jsonl_file(path: Path) -> ReadResult:
         if not isinstance(record, dict):
             result.problems.append(Problem(path=str(path), line=lineno, message="not a JSON object"))
             continue
-        missing = [k for k in ("id", "title", "abstract") if not str(record.get(k) or "").strip()]
-        if missing:
-            what = "empty abstract" if missing == ["abstract"] and "abstract" in record else (
-                "missing field " + ", ".join(repr(m) for m in missing)
-            )
-            result.problems.append(Problem(path=str(path), line=lineno, message=what))
-            continue
-        doc_id = str(record["id"]).strip()
-        if doc_id in seen:
-            result.problems.append(Problem(path=str(path), line=lineno, message=f"duplicate id {doc_id!r}"))
-            continue
-        seen.add(doc_id)
-        year = record.get("year")
-        authors = record.get("authors") or []
-        result.papers.append(
-            make_paper(
-                doc_id,
-                " ".join(str(record["abstract"]).split()),
-                path.name,
-                title=" ".join(str(record["title"]).split()),
-                venue=str(record["venue"]) if record.get("venue") else None,
-                year=int(year) if isinstance(year, int) or (isinstance(year, str) and year.isdigit()) else None,
-                authors=[str(a).strip() for a in authors] if isinstance(authors, list) else [str(authors)],
-                url=str(record["url"]) if record.get("url") else None,
-            )
+        _add_record(record, path, lineno, seen, result)
+    return result
+
+
+def _add_record(record: dict[str, object], path: Path, lineno: int, seen: set[str], result: ReadResult) -> None:
+    """A JSONL or CSV record (`id`, `title`, `abstract`, optional metadata) as a paper, or its problem."""
+    missing = [k for k in ("id", "title", "abstract") if not str(record.get(k) or "").strip()]
+    if missing:
+        what = "empty abstract" if missing == ["abstract"] and "abstract" in record else (
+            "missing field " + ", ".join(repr(m) for m in missing)
         )
+        result.problems.append(Problem(path=str(path), line=lineno, message=what))
+        return
+    doc_id = str(record["id"]).strip()
+    if doc_id in seen:
+        result.problems.append(Problem(path=str(path), line=lineno, message=f"duplicate id {doc_id!r}"))
+        return
+    seen.add(doc_id)
+    year = record.get("year")
+    if isinstance(year, str):
+        year = year.strip()
+    authors = record.get("authors") or []
+    result.papers.append(
+        make_paper(
+            doc_id,
+            " ".join(str(record["abstract"]).split()),
+            path.name,
+            title=" ".join(str(record["title"]).split()),
+            venue=str(record["venue"]) if record.get("venue") else None,
+            year=int(year) if isinstance(year, int) or (isinstance(year, str) and year.isdigit()) else None,
+            authors=[str(a).strip() for a in authors] if isinstance(authors, list) else [str(authors)],
+            url=str(record["url"]) if record.get("url") else None,
+        )
+    )
+
+
+def read_csv_file(path: Path) -> ReadResult:
+    """CSV with a header row naming `id`, `title`, `abstract` and optional `venue`, `year`, `authors`
+    (separated by `;`), `url`; a record may span lines (quoted fields), problems give its first line."""
+    result = ReadResult(files=1)
+    text = _read_text(path, result)
+    if text is None:
+        return result
+    reader = csv.DictReader(text.splitlines(keepends=True))
+    try:
+        header = [(name or "").strip().lower() for name in (reader.fieldnames or [])]
+    except csv.Error as exc:
+        result.problems.append(Problem(path=str(path), line=1, message=f"bad CSV header ({exc})"))
+        return result
+    missing = [c for c in CSV_COLUMNS if c not in header]
+    if missing:
+        result.problems.append(
+            Problem(path=str(path), line=1, message="header lacks column " + ", ".join(repr(m) for m in missing)
+                    + f" (expected {','.join(CSV_COLUMNS)} and optional venue,year,authors,url)")
+        )
+        return result
+    reader.fieldnames = header
+    seen: set[str] = set()
+    lineno = reader.line_num + 1
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            result.problems.append(Problem(path=str(path), line=lineno, message=f"bad CSV ({exc})"))
+            break
+        record: dict[str, object] = {k: (v or "").strip() for k, v in row.items() if k and isinstance(v, str)}
+        if None in row:
+            result.problems.append(Problem(path=str(path), line=lineno, message="more fields than the header"))
+        elif any(record.values()):
+            authors = str(record.get("authors") or "")
+            record["authors"] = [a.strip() for a in authors.split(";") if a.strip()]
+            _add_record(record, path, lineno, seen, result)
+        lineno = reader.line_num + 1
     return result
 
 
@@ -174,6 +225,8 @@ def read_file(path: Path) -> ReadResult:
             return read_seed_file(path)
         if suffix in (".jsonl", ".jsonl.gz"):
             return read_jsonl_file(path)
+        if suffix == ".csv":
+            return read_csv_file(path)
     except OSError as exc:
         return ReadResult(problems=[Problem(path=str(path), message=f"cannot read ({exc.strerror})")])
     return ReadResult(

@@ -154,8 +154,8 @@ def test_unreadable_files_are_reported_and_the_rest_still_read(tmp_path: Path) -
     good.write_text(json.dumps({"id": "g", "title": "Good", "abstract": _abstract(1)}))
     binary = tmp_path / "image.txt"
     binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
-    unknown = tmp_path / "papers.csv"
-    unknown.write_text("id,title,abstract\n1,a,b\n")
+    unknown = tmp_path / "papers.xml"
+    unknown.write_text("<papers/>")
     not_gzip = tmp_path / "fake.jsonl.gz"
     not_gzip.write_text("plain text, not gzip")
     missing = tmp_path / "nowhere.jsonl"
@@ -207,3 +207,36 @@ def test_folder_without_corpus_files_is_reported(tmp_path: Path) -> None:
     result = read_paths([tmp_path])
     assert result.papers == []
     assert [p.path for p in result.problems] == [str(tmp_path)]
+
+
+def test_csv_records_become_papers_and_bad_rows_are_reported_with_their_line(tmp_path: Path) -> None:
+    path = tmp_path / "papers.csv"
+    path.write_text(
+        "id,title,abstract,venue,year,authors,url\n"
+        'c1,Alpha Net,"An abstract about alpha networks that spans\ntwo lines of the file.",ICML,2025,'
+        "Ann A; Bob B,https://x.org/1\n"
+        "c2,,no title here,,,,\n"
+        "c1,Again,a duplicate id,,,,\n"
+        "c3,Gamma,Gamma abstract,,soon,,\n"
+        "c4,Extra,abstract,a,1,b,c,one too many\n"
+    )
+    result = read_file(path)
+    by_id = {p.doc_id: p for p in result.papers}
+    assert list(by_id) == ["c1", "c3"]
+    one = by_id["c1"]
+    assert (one.title, one.source, one.venue, one.year, one.url) == ("Alpha Net", "papers.csv", "ICML", 2025, "https://x.org/1")
+    assert one.authors == ["Ann A", "Bob B"] and one.text.endswith("two lines of the file.")
+    assert by_id["c3"].year is None
+    assert [str(p) for p in result.problems] == [
+        f"{path}:4: missing field 'title'",
+        f"{path}:5: duplicate id 'c1'",
+        f"{path}:7: more fields than the header",
+    ]
+
+
+def test_csv_without_the_required_columns_is_reported(tmp_path: Path) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_text("title,abstract\nx,y\n")
+    result = read_file(path)
+    assert result.papers == []
+    assert "header lacks column 'id'" in str(result.problems[0]) and result.problems[0].line == 1

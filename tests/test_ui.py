@@ -1,20 +1,39 @@
-"""The real chat server (`rag-bot serve`), driven through its Gradio API like a client would."""
+"""The chat: rendering helpers, then the real server (`rag-bot serve`) driven through its Gradio API."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from rag_bot.settings import Settings
 from rag_bot.text import clean_markup
+from rag_bot.types import Answer, Citation, Paper
+from rag_bot.ui import (
+    answer_html,
+    auth_pairs,
+    check_upload,
+    engine_label,
+    example_prompts,
+    export_markdown,
+    highlight_quote,
+    source_cards,
+)
 from tests.conftest import free_port
 
 RAG_BOT = str(Path(sys.executable).parent / "rag-bot")
+XSS = '<script>window.xssHit = 1</script> <img src=x onerror="window.xssHit = 2">'
 
 
 def _paper_with(engine, fragment: str) -> str:
@@ -26,14 +45,92 @@ def _paper_with(engine, fragment: str) -> str:
     return hits[0]
 
 
-@pytest.fixture(scope="module")
-def server(seed_storage, tmp_path_factory):
-    """`rag-bot serve` on a free port over the seed store; stopped at the end of the module."""
+# --- rendering --------------------------------------------------------------------------------------
+
+
+def _answer(text: str, quote: str, doc_id: str = "x#1") -> Answer:
+    return Answer(question="q", mode="ask", answer=text, grounded=True, retrieved=[],
+                  citations=[Citation(n=1, doc_id=doc_id, title="T <b>", source="f.jsonl", quote=quote)])
+
+
+def test_answer_markers_link_to_their_cards_and_html_is_escaped() -> None:
+    out = answer_html("Uses <img src=x onerror=alert(1)> well [1], and [2].", turn=3)
+    assert '<a class="cite" href="#src-3-1">[1]</a>' in out and 'href="#src-3-2"' in out
+    assert "<img" not in out and "&lt;img src=x onerror=alert(1)&gt;" in out
+
+
+def test_source_card_escapes_the_abstract_then_marks_the_quote() -> None:
+    text = f"First sentence here. {XSS} is the payload. Last one."
+    paper = Paper(doc_id="x#1", title="T <b>", text=text, source="f.jsonl", url="javascript:alert(1)", year=2025)
+    card = source_cards(_answer("a [1]", f"{XSS} is the payload."), {"x#1": paper}, turn=1)
+    assert 'id="src-1-1"' in card
+    assert "<script>" not in card and "<img" not in card and "<b>" not in card
+    assert "<mark>&lt;script&gt;window.xssHit = 1&lt;/script&gt;" in card
+    assert "javascript:" not in card, "only http(s) links"
+    assert "2025" in card and "f.jsonl" in card
+    # A quote that is not verbatim still highlights its sentence.
+    assert "<mark>Last one.</mark>" in highlight_quote(text, "last one")
+
+
+def test_export_has_questions_answers_and_references() -> None:
+    from rag_bot.engine import Turn
+
+    paper = Paper(doc_id="x#1", title="Title", text="Some text.", source="f.jsonl", url="https://e.org/1")
+    md = export_markdown([Turn("what is x?", _answer("x is y [1].", "Some text."))], {"x#1": paper})
+    assert md.startswith("# rag-bot conversation")
+    assert "## 1. what is x?" in md and "x is y [1]." in md
+    assert "1. T <b> (f.jsonl · x#1) https://e.org/1" in md and "> Some text." in md
+
+
+def test_settings_choose_the_engine_label_and_logins(tmp_path) -> None:
+    assert engine_label(Settings(llm="auto")) == "offline composer"
+    assert engine_label(Settings(llm="openai", llm_model="gpt-x")) == "gpt-x"
+    assert auth_pairs(None) is None
+    assert auth_pairs("ann:se:cret") == [("ann", "se:cret")]
+    logins = tmp_path / "logins"
+    logins.write_text("# team\nann:one\n\nbob:two\n")
+    assert auth_pairs(str(logins)) == [("ann", "one"), ("bob", "two")]
+    with pytest.raises(ValueError):
+        auth_pairs("no-password-here")
+
+
+def test_uploads_are_checked_for_type_and_size(tmp_path) -> None:
+    ok = tmp_path / "a.csv"
+    ok.write_text("id,title,abstract\n")
+    assert check_upload(ok, 1) is None
+    pdf = tmp_path / "paper.pdf"
+    pdf.write_text("%PDF")
+    assert "not a corpus file type" in (check_upload(pdf, 1) or "")
+    big = tmp_path / "big.jsonl"
+    big.write_bytes(b"x" * (1024 * 1024 + 1))
+    assert "over the 1 MB limit" in (check_upload(big, 1) or "")
+
+
+def test_example_prompts_come_from_the_collection_one_per_mode(engine) -> None:
+    from rag_bot.collection_map import build_map
+    from rag_bot.compose import detect_mode
+
+    papers = engine.index.all_papers()
+    cmap = build_map(papers, engine.index.paper_vectors([p.doc_id for p in papers]))
+    examples = example_prompts(cmap, {p.doc_id: p for p in papers})
+    assert [mode for _, mode in examples] == ["Ask", "Summarize an area", "Compare", "Auto"]
+    names = {a for p in papers for a in p.aliases}
+    ask, summary, compare, _ = (q for q, _ in examples)
+    assert any(n in ask for n in names) and detect_mode(ask) == "ask"
+    assert detect_mode(summary) == "summary" and detect_mode(compare) == "compare"
+    assert sum(n in compare for n in names) >= 2
+
+
+# --- the real server --------------------------------------------------------------------------------
+
+
+@contextmanager
+def running_server(storage: Path, workdir: Path, **env_extra: str) -> Iterator[tuple[str, object]]:
+    """`rag-bot serve` on a free port over `storage`; yields (url, log file); stopped on exit."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_BOT_", "OPENAI_"))}
-    env.update(RAG_BOT_STORAGE=str(seed_storage), RAG_BOT_PORT=str(port), RAG_BOT_HOST="127.0.0.1",
-               GRADIO_ANALYTICS_ENABLED="False")
-    workdir = tmp_path_factory.mktemp("serve")
+    env.update(RAG_BOT_STORAGE=str(storage), RAG_BOT_PORT=str(port), RAG_BOT_HOST="127.0.0.1",
+               GRADIO_ANALYTICS_ENABLED="False", **env_extra)
     log = (workdir / "serve.log").open("w+")
     proc = subprocess.Popen([RAG_BOT, "serve"], env=env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
@@ -44,9 +141,11 @@ def server(seed_storage, tmp_path_factory):
                 log.seek(0)
                 pytest.fail(f"rag-bot serve exited with {proc.returncode}:\n{log.read()[-3000:]}")
             try:
-                with urllib.request.urlopen(url, timeout=2) as response:
+                with urllib.request.urlopen(url + "config", timeout=2) as response:
                     if response.status == 200:
                         break
+            except urllib.error.HTTPError:
+                break  # answering (a login page or a 401 still means it is up)
             except OSError:
                 pass
             if time.monotonic() > deadline:
@@ -63,6 +162,21 @@ def server(seed_storage, tmp_path_factory):
         log.close()
 
 
+def copy_store(seed_storage: Path, tmp_path_factory) -> Path:
+    """A private copy of the seed store, for tests that upload (the session store stays untouched)."""
+    target = tmp_path_factory.mktemp("store-copy") / "store"
+    shutil.copytree(seed_storage, target)
+    return target
+
+
+@pytest.fixture(scope="module")
+def server(seed_storage, tmp_path_factory):
+    """The chat over a copy of the seed store (this module uploads into it)."""
+    storage = copy_store(seed_storage, tmp_path_factory)
+    with running_server(storage, tmp_path_factory.mktemp("serve")) as running:
+        yield running
+
+
 @pytest.fixture(scope="module")
 def client(server):
     from gradio_client import Client
@@ -70,52 +184,115 @@ def client(server):
     return Client(server[0], verbose=False)
 
 
-def chat(client, message: str, mode: str = "Auto") -> str:
-    reply = client.predict(message=message, mode=mode, api_name="/chat")
-    assert isinstance(reply, str)
-    return reply
+def chat(client, message: str, mode: str = "Auto", papers: int = 6) -> tuple[str, str, str]:
+    """One question through the chat's own event: (answer text, sources panel HTML, status line)."""
+    messages, _, sources, status, _, _ = client.predict(message, [], mode, papers, api_name="/chat")
+    reply = messages[-1]["content"]
+    text = reply[0]["text"] if isinstance(reply, list) else reply
+    return text, sources, status
 
 
-def test_chat_answers_with_citations_and_sources(client, engine):
-    reply = chat(client, "what does CorrSteer gain on HarmBench?")
-    body, _, sources = reply.partition("**Sources**")
-    assert "[1]" in body
-    assert "27.1" in body
-    assert sources, "the reply lists its sources"
+def test_chat_answers_with_linked_citations_and_source_cards(client, engine):
+    text, sources, status = chat(client, "what does CorrSteer gain on HarmBench?")
+    assert '<a class="cite" href="#src-1-1">[1]</a>' in text and "27.1" in text
     corrsteer = _paper_with(engine, "CorrSteer")
-    title = clean_markup(engine.retriever.papers[corrsteer].title)
-    assert f"1. **{title}**" in sources
-    assert corrsteer in sources
+    card = re.search(r'<div class="src-card" id="src-1-1">.*?</div></div>', sources, re.S)
+    assert card and corrsteer in card.group(0)
+    assert "<mark>" in card.group(0) and "27.1% on HarmBench" in card.group(0)
+    assert "offline composer" in status and "38" in status and "papers indexed" in status
 
 
-def test_compare_mode_from_the_radio(client, engine):
-    message = "CorrSteer and SARSteer"  # nothing in the words asks for a comparison
-    auto = chat(client, message, "Auto")
-    compared = chat(client, message, "Compare")
-    assert "|---" not in auto
-    assert "|---" in compared, "the Compare radio value gives the comparison table"
-    table = [line for line in compared.split("**Sources**")[0].splitlines() if line.startswith("|")]
-    for name in ("CorrSteer", "SARSteer"):
-        title = clean_markup(engine.retriever.papers[_paper_with(engine, name)].title)
-        assert title in table[0], f"{name} has a column"
-    assert all("[1]" in row and "[2]" in row for row in table[2:]), "both papers cited in every row"
-    sources = compared.split("**Sources**")[1]
-    assert "1. **" in sources and "2. **" in sources
+@pytest.mark.parametrize(
+    ("mode", "question", "expect"),
+    [
+        ("Ask", "how much faster is OServe?", "[1]"),
+        ("Summarize an area", "federated LoRA fine-tuning", "grouped by theme"),
+        ("Compare", "CorrSteer and SARSteer", "|---"),
+    ],
+)
+def test_each_mode_from_the_radio(client, mode, question, expect):
+    text, sources, _ = chat(client, question, mode)
+    assert expect in text
+    assert 'id="src-1-1"' in sources and 'id="src-1-2"' in sources or mode == "Ask"
 
 
-@pytest.mark.parametrize("message", ["", "   "])
-def test_blank_question_gets_a_friendly_message(client, server, message):
-    reply = chat(client, message)
-    assert reply.strip()
-    assert "question" in reply.lower()
-    for bad in ("Traceback", "Error", "error", "Sorry", "[1]"):
-        assert bad not in reply
+def test_number_of_papers_limits_a_summary(client):
+    _, few, _ = chat(client, "Summarize the work on LLM inference", "Summarize an area", papers=2)
+    assert 'id="src-1-2"' in few and 'id="src-1-3"' not in few
+
+
+def test_blank_question_is_a_warning_not_an_error(client, server):
+    from gradio_client import utils
+
+    messages, *_ = client.predict("   ", [], "Auto", 6, api_name="/chat")
+    assert messages == [] or isinstance(messages, dict | type(utils))
     log = server[1]
     log.seek(0)
     assert "Traceback" not in log.read()
 
 
-def test_out_of_collection_question_is_declined_in_chat(client):
-    reply = chat(client, "How do I make a sourdough bread starter?")
-    assert "does not seem to cover" in reply
-    assert "**Sources**" not in reply and "[1]" not in reply
+def test_out_of_collection_question_is_declined(client):
+    text, sources, _ = chat(client, "How do I make a sourdough bread starter?")
+    assert "does not seem to cover" in text and "[1]" not in text
+    assert "src-card" not in sources
+
+
+def test_upload_reports_added_and_rejected_and_the_paper_is_answerable(client, tmp_path):
+    from gradio_client import handle_file
+
+    good = tmp_path / "extra.csv"
+    good.write_text(
+        "id,title,abstract,venue,year,authors,url\n"
+        'zeb-1,ZebraStripe: striped attention for tabular forecasting,"We introduce ZebraStripe, a striped '
+        "attention scheme that alternates row and column attention over tabular time series. ZebraStripe "
+        'reduces forecasting error by 18% on the M5 benchmark.",ICML,2026,Ann Lee; Bo Chen,https://example.org/zeb\n'
+        "zeb-2,,missing title here,,,,\n"
+    )
+    archive = tmp_path / "corpus.tar.gz"  # passes the browser's type filter (.gz), not ours
+    archive.write_bytes(b"\x1f\x8b not really")
+    start = time.perf_counter()
+    summary, table, status, _ = client.predict([handle_file(good), handle_file(archive)], api_name="/upload")
+    seconds = time.perf_counter() - start
+    assert "**1 added**" in summary
+    assert "extra.csv:3: missing field 'title'" in summary
+    assert "corpus.tar.gz: not a corpus file type" in summary
+    assert "39** papers indexed" in status
+    assert ["ZebraStripe: striped attention for tabular forecasting", "extra.csv", "zeb-1", "ICML 2026"] in table["data"]
+    assert seconds < 30
+    result = client.predict("how much does ZebraStripe reduce forecasting error?", "Auto", 0, api_name="/ask")
+    assert result["citations"][0]["doc_id"] == "zeb-1" and "18%" in result["answer"]
+    text, sources, _ = chat(client, "What is ZebraStripe?")
+    assert "example.org/zeb" in sources and "ICML 2026" in sources
+
+
+def test_upload_of_another_file_type_is_refused(client, tmp_path):
+    from gradio_client import handle_file
+    from gradio_client.exceptions import AppError
+
+    pdf = tmp_path / "notes.pdf"
+    pdf.write_bytes(b"%PDF-1.4")
+    with pytest.raises(AppError, match="Invalid file type"):
+        client.predict([handle_file(pdf)], api_name="/upload")
+
+
+def test_search_filters_the_paper_table(client):
+    table = client.predict("LoRA federated", api_name="/search")
+    titles = [row[0] for row in table["data"]]
+    assert titles and all("LoRA" in t or "lora" in t.lower() for t in titles) and len(titles) < 38
+
+
+def test_api_ask_speaks_the_json_contract(client):
+    result = client.predict("Compare CorrSteer and SARSteer", "Compare", 0, api_name="/ask")
+    assert result["mode"] == "compare" and result["grounded"] and len(result["citations"]) == 2
+    assert json.dumps(result)
+
+
+def test_login_is_required_when_auth_is_set(seed_storage, tmp_path):
+    from gradio_client import Client
+
+    with running_server(seed_storage, tmp_path, RAG_BOT_AUTH="ann:s3cret") as (url, _):
+        with pytest.raises(Exception):  # noqa: B017 (gradio_client raises a plain ValueError / HTTP error)
+            Client(url, verbose=False)
+        client = Client(url, auth=("ann", "s3cret"), verbose=False)
+        result = client.predict("what does CorrSteer gain on HarmBench?", "Auto", 0, api_name="/ask")
+        assert result["citations"]

@@ -1,0 +1,164 @@
+"""End to end in a real browser: Playwright driving Debian's chromium against `rag-bot serve`."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.test_ui import copy_store, running_server
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync"]
+SCREENSHOT = ROOT / "docs" / "screenshot.png"
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium (/usr/bin/chromium) is not installed; "
+                       "`apt-get install chromium` (.ci/run does) to run the browser tests"),
+]
+
+# The last assistant message's text, recorded on every change, to see the answer arrive in pieces.
+WATCH_STREAM = """() => {
+  window.seenLengths = [];
+  const chat = document.querySelector('#chat');
+  new MutationObserver(() => {
+    const bots = chat.querySelectorAll('.message.bot, [data-testid="bot"]');
+    const last = bots[bots.length - 1];
+    if (last) { window.seenLengths.push(last.innerText.length); }
+  }).observe(chat, {subtree: true, childList: true, characterData: true});
+}"""
+
+
+@pytest.fixture(scope="module")
+def app_url(seed_storage, tmp_path_factory):
+    storage = copy_store(seed_storage, tmp_path_factory)
+    with running_server(storage, tmp_path_factory.mktemp("browser-serve")) as (url, _):
+        yield url
+
+
+@pytest.fixture(scope="module")
+def page(app_url):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+        context = browser.new_context(viewport={"width": 1440, "height": 1000}, accept_downloads=True)
+        page = context.new_page()
+        page.errors = []  # type: ignore[attr-defined]
+        page.on("pageerror", lambda exc: page.errors.append(str(exc)))  # type: ignore[attr-defined]
+        page.goto(app_url)
+        page.wait_for_selector("#question textarea", timeout=30000)
+        yield page
+        browser.close()
+
+
+def ask(page, question: str) -> float:
+    """Type a question and send it; returns seconds until the first answer text shows."""
+    page.fill("#question textarea", question)
+    start = time.perf_counter()
+    page.click("#send")
+    page.wait_for_function(
+        "() => { const b = document.querySelectorAll('#chat .message.bot, #chat [data-testid=\"bot\"]');"
+        " return b.length && b[b.length - 1].innerText.trim().length > 3 && b[b.length - 1].innerText.trim() !== '…'; }",
+        timeout=30000,
+    )
+    return time.perf_counter() - start
+
+
+def last_bot_text(page) -> str:
+    return str(page.locator("#chat .message.bot, #chat [data-testid='bot']").last.inner_text())
+
+
+def test_ask_streams_a_cited_answer_and_the_marker_opens_its_card(page):
+    page.evaluate(WATCH_STREAM)
+    first = ask(page, "what does CorrSteer gain on HarmBench?")
+    page.wait_for_selector("#sources #src-1-1", timeout=30000)
+    text = last_bot_text(page)
+    assert "27.1" in text and "[1]" in text
+    lengths = page.evaluate("window.seenLengths")
+    final = len(text)
+    assert any(0 < n < final for n in lengths), f"the answer arrived in pieces (saw {lengths[:8]}...)"
+    print(f"\nfirst answer text after {first * 1000:.0f} ms")
+    card = page.locator("#src-1-1")
+    assert "CorrSteer" in card.inner_text()
+    assert "27.1% on HarmBench" in card.locator("mark").inner_text()
+    page.locator("#chat a.cite").first.click()
+    page.wait_for_function("() => document.getElementById('src-1-1').classList.contains('flash')")
+    assert card.is_visible()
+    assert page.url.endswith("/"), "a marker does not navigate away"
+    SCREENSHOT.parent.mkdir(exist_ok=True)
+    page.screenshot(path=str(SCREENSHOT))
+    assert "offline composer" in page.locator("#status").inner_text()
+
+
+def test_follow_up_and_compare_mode(page):
+    page.get_by_role("radio", name="Compare").check()
+    ask(page, "CorrSteer and SARSteer")
+    page.wait_for_selector("#sources #src-2-2", timeout=30000)
+    table = page.locator("#chat table").last
+    assert "Approach" in table.inner_text() and "SARSteer" in table.inner_text()
+    # Answer 2 has its own cards; answer 1's stay, folded.
+    assert page.locator("#src-1-1").count() == 1
+    page.get_by_role("radio", name="Auto").check()
+
+
+def test_export_downloads_the_conversation_as_markdown(page, tmp_path):
+    with page.expect_download() as download:
+        page.click("#export")
+    path = tmp_path / "conversation.md"
+    download.value.save_as(path)
+    text = path.read_text()
+    assert "## 1. what does CorrSteer gain on HarmBench?" in text and "**References**" in text
+    assert "## 2. CorrSteer and SARSteer" in text
+
+
+def test_upload_then_a_hostile_abstract_shows_as_text(page, tmp_path):
+    record = {
+        "id": "xss-1",
+        "title": "Quokkaformer <img src=x onerror=\"window.xssHit=1\">",
+        "abstract": "We present Quokkaformer, a marsupial-inspired transformer for tabular anomaly detection. "
+        "<script>window.xssHit=2</script> Quokkaformer flags anomalies with <img src=x onerror=\"window.xssHit=3\"> "
+        "93% precision on the KDD-Cup benchmark while using a tenth of the parameters.",
+        "venue": "ICML",
+        "year": 2026,
+        "url": "javascript:window.xssHit=4",
+    }
+    upload = tmp_path / "hostile.jsonl"
+    upload.write_text(json.dumps(record) + "\n{not json}\n")
+    page.get_by_role("tab", name="Collection").click()
+    page.locator("#upload input[type=file]").set_input_files(str(upload))
+    page.wait_for_function("() => document.querySelector('#upload').innerText.includes('hostile.jsonl')")
+    start = time.perf_counter()
+    page.click("#add")
+    page.wait_for_function("() => document.querySelector('#upload-summary').innerText.includes('added')",
+                           timeout=60000)
+    print(f"\nupload of 1 paper shown after {(time.perf_counter() - start) * 1000:.0f} ms")
+    summary = page.locator("#upload-summary").inner_text()
+    assert "1 added" in summary and "hostile.jsonl:2: bad JSON" in summary
+    page.fill("#search textarea, #search input", "Quokkaformer")
+    page.click("#search-btn")
+    page.wait_for_function("() => document.querySelector('#papers-table').innerText.includes('onerror')",
+                           timeout=15000)
+    page.get_by_role("tab", name="Chat").click()
+    page.click("#new-chat")
+    ask(page, "What precision does Quokkaformer reach?")
+    page.wait_for_selector("#sources #src-1-1", timeout=30000)
+    card = page.locator("#src-1-1").inner_text()
+    assert "<script>window.xssHit=2</script>" in card and 'onerror="window.xssHit=3"' in card
+    assert "<img" in page.locator("#src-1-1 .src-title").inner_text()
+    assert page.locator("#sources img, #sources script, #chat img[src='x']").count() == 0
+    assert page.locator("#src-1-1 a[href^='javascript']").count() == 0
+    assert page.evaluate("window.xssHit") is None, "nothing from the abstract ran"
+
+
+def test_map_shows_topics_and_the_last_sources(page):
+    page.get_by_role("tab", name="Map").click()
+    page.wait_for_selector("#map canvas, #map svg", timeout=30000)
+    assert "Topics" in page.locator("body").inner_text()
+    assert page.evaluate("window.xssHit") is None
+    assert not [e for e in page.errors if "xss" in e.lower()]  # type: ignore[attr-defined]
