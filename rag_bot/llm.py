@@ -184,9 +184,9 @@ class LLMComposer(BaseSynthesizer):
         max_tokens = max_tokens or self.settings.llm_max_tokens
         if self._broken:
             raise LLMUnavailable(self._broken)
-        if max_tokens in self._llms:
-            return self._llms[max_tokens]
         s = self.settings
+        if max_tokens in self._llms and s.llm != "local":
+            return self._llms[max_tokens]
         common: dict[str, Any] = dict(
             temperature=s.llm_temperature, max_tokens=max_tokens, timeout=s.llm_timeout,
             max_retries=0,  # retries (with backoff, only for timeouts, 429 and 5xx) are done here
@@ -195,10 +195,14 @@ class LLMComposer(BaseSynthesizer):
             from rag_bot.local_llm import LocalModelError, local_server
 
             try:
-                base = local_server(s.gguf).start() + "/v1"
+                base = local_server(s.gguf).start() + "/v1"  # (re)starts the server if it is not running
             except LocalModelError as exc:
                 self._broken = str(exc)
                 raise LLMUnavailable(self._broken) from exc
+            if base != self._base_url:  # a restarted server listens on a new port
+                self._llms.clear()
+            if max_tokens in self._llms:
+                return self._llms[max_tokens]
             llm = self._openai_like(self.model_name, base, "local", **common)
         else:
             if not (s.openai_api_key or s.openai_base_url):

@@ -90,10 +90,9 @@ class LocalServer:
         reader.start()
         reader.join(self.start_timeout)
         if "url" not in ready:
+            reason = self._last_log_line() or "no output"
             self.stop()
-            raise LocalModelError(
-                f"the llama.cpp server did not start for {self.gguf.name}: {self._last_log_line() or 'no output'}"
-            )
+            raise LocalModelError(f"the llama.cpp server did not start for {self.gguf.name}: {reason}")
         self.url = ready["url"]
         self._wait_healthy()
         return self.url
@@ -133,6 +132,7 @@ class LocalServer:
         except (OSError, subprocess.TimeoutExpired):
             process.kill()
             process.wait(timeout=10)
+        self._log.unlink(missing_ok=True)  # llama.cpp logs every request; the log only matters while it runs
 
 
 _servers: dict[Path, LocalServer] = {}

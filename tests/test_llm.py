@@ -25,7 +25,7 @@ from rag_bot.compose import OfflineComposer
 from rag_bot.engine import Engine, Turn
 from rag_bot.evaluate import DEFAULT_SET, citation_integrity, load_questions
 from rag_bot.llm import CitationChecker, LLMComposer, uses_llm
-from rag_bot.prompts import ANSWER_SYSTEM_PROMPT
+from rag_bot.prompts import ANSWER_SYSTEM_PROMPT, MODE_INSTRUCTIONS
 from rag_bot.settings import Settings
 from rag_bot.types import Answer
 from tests.conftest import free_port
@@ -42,6 +42,7 @@ class Reply:
     text: str = ""
     status: int = 200
     delay: float = 0.0  # seconds before the reply starts
+    fail_after: int | None = None  # streaming: send an error event after this many chunks
     headers: dict[str, str] = field(default_factory=dict)
 
 
@@ -72,7 +73,7 @@ class StubOpenAI:
                     if reply.status != 200:
                         self._error(reply.status, f"stub error {reply.status}", "stub_error", reply.headers)
                     elif body.get("stream"):
-                        self._stream(body, reply.text)
+                        self._stream(body, reply)
                     else:
                         self._json(200, _completion(body, reply.text))
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout): expected
@@ -92,13 +93,17 @@ class StubOpenAI:
                 code = {401: "invalid_api_key", 404: "model_not_found"}.get(status, kind)
                 self._json(status, {"error": {"message": message, "type": kind, "code": code}}, headers)
 
-            def _stream(self, body: dict, text: str) -> None:
+            def _stream(self, body: dict, reply: Reply) -> None:
+                text = reply.text
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
                 # Small pieces, so that markers like "[12]" arrive split across chunks as real tokens do.
                 pieces = [text[i:i + 3] for i in range(0, len(text), 3)]
                 for i, piece in enumerate(pieces):
+                    if i == reply.fail_after:
+                        self._event({"error": {"message": "the model is overloaded", "type": "server_error"}})
+                        return
                     delta = {"content": piece} if i else {"role": "assistant", "content": piece}
                     self._event(_chunk(body, delta, None))
                 self._event(_chunk(body, {}, "stop"))
@@ -305,6 +310,31 @@ def test_429_is_retried_then_succeeds(llm_engine, stub):
     assert time.perf_counter() - start >= 0.2, "the server's Retry-After is honoured"
     assert len(stub.requests) == 2
     assert answer.answer == "CorrSteer gains [1]." and answer.notice is None and answer.llm == "gpt-4o-mini"
+
+
+def test_each_mode_asks_for_its_own_form(llm_engine, stub):
+    e = llm_engine()
+    stub.default = lambda body: Reply(text="Claim [1].")
+    questions = {"ask": CORRSTEER, "summary": "Summarize the work on quantizing or compressing LLM weights.",
+                 "compare": "compare CorrSteer and SARSteer"}
+    for mode, question in questions.items():
+        stub.requests.clear()
+        answer = e.ask(question)
+        assert answer.mode == mode
+        assert MODE_INSTRUCTIONS[mode] in user_prompt(stub.requests[0])
+        others = [text for m, text in MODE_INSTRUCTIONS.items() if m != mode]
+        assert not any(text in user_prompt(stub.requests[0]) for text in others)
+    assert len(source_titles(stub.requests[0])) >= 2, "a comparison gets at least two papers"
+
+
+def test_a_model_failing_mid_answer_leaves_the_offline_answer(llm_engine, stub):
+    e = llm_engine()
+    stub.default = lambda body: Reply(text="CorrSteer works well on many benchmarks [1].", fail_after=4)
+    deltas, answer = stream_events(e, CORRSTEER)
+    assert len(stub.requests) == 1, "text was already shown: no retry"
+    assert "".join(deltas).startswith("CorrSteer wo"), "the model's first tokens were streamed"
+    assert answer.llm == "offline" and "the model is overloaded" in (answer.notice or "")
+    check_contract(answer)
 
 
 def test_500_is_retried_until_the_offline_composer_answers(llm_engine, stub):

@@ -79,7 +79,7 @@ def test_a_bad_gguf_falls_back_with_the_message_and_starts_nothing(engine, tmp_p
 # --- the real model ----------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def local_engine(engine):
-    # Two sources and 40 new tokens keep one answer to a few seconds on a laptop CPU.
+    # One source and 40 new tokens keep one answer to a few seconds on a laptop CPU.
     e = _local_engine(engine, llm_max_tokens=40, llm_timeout=120.0, llm_retries=0, llm_temperature=0.0)
     yield e
     stop_all()
@@ -99,14 +99,14 @@ def _check_shape(answer: Answer) -> None:
 @needs_model
 def test_a_local_gguf_answers_through_the_whole_pipeline(local_engine):
     start = time.perf_counter()
-    answer = local_engine.ask(QUESTION, max_papers=2)
+    answer = local_engine.ask(QUESTION, max_papers=1)
     elapsed = time.perf_counter() - start
     _check_shape(answer)
     print(f"\nlocal answer (incl. server start) in {elapsed:.1f} s: {answer.answer!r}")
 
     deltas: list[str] = []
     final: Answer | None = None
-    for event in local_engine.stream("Summarize the work on quantizing or compressing LLM weights.", max_papers=2):
+    for event in local_engine.stream("Summarize the work on quantizing or compressing LLM weights.", max_papers=1):
         if isinstance(event, Answer):
             final = event
         else:
