@@ -306,6 +306,14 @@ class LLMComposer(BaseSynthesizer):
         return rewritten if 3 <= len(rewritten) <= 500 else None
 
     # --- composing --------------------------------------------------------------------------------------
+    def evidence(self, question: str, papers: Sequence[ScoredPaper]) -> float:
+        """The offline composer's evidence score (the refusal rule is the same with a model)."""
+        return self.offline.evidence(question, papers)
+
+    def is_grounded(self, question: str, papers: Sequence[ScoredPaper]) -> bool:
+        """Whether the collection holds something relevant (the offline composer's calibrated rule)."""
+        return self.offline.is_grounded(question, papers)
+
     def select_sources(
         self, papers: Sequence[ScoredPaper], mode: Mode, max_papers: int | None = None
     ) -> list[ScoredPaper]:
@@ -339,7 +347,7 @@ class LLMComposer(BaseSynthesizer):
         self, question: str, papers: Sequence[ScoredPaper], mode: Mode | None, max_papers: int | None, stream: bool
     ) -> Iterator[str | Answer]:
         mode = mode or detect_mode(question)
-        if not self.offline.is_grounded(question, papers):
+        if not self.is_grounded(question, papers):
             # The calibrated refusal stays the offline composer's: asking a model to answer from sources that do
             # not hold the answer invites an invented one.
             yield from self._offline(question, papers, mode, max_papers, notice=None)
