@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from rag_bot.collection_map import CITED, CollectionMap, build_map
+from rag_bot.collection_map import CollectionMap, build_map
 from rag_bot.corpus import SUFFIXES, ReadResult
 from rag_bot.engine import Engine, Turn
 from rag_bot.errors import EmptyQuestionError, NoIndexError
@@ -33,8 +33,6 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no calls home from
 MODES: dict[str, Any] = {"Auto": None, "Ask": "ask", "Summarize an area": "summary", "Compare": "compare"}
 MODE_NAMES = {"ask": "Ask", "summary": "Summarize an area", "compare": "Compare"}
 _CITE = re.compile(r"\[(\d+)\]")
-_PALETTE = ["#4c78a8", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2", "#ff9da6", "#9d755d", "#bab0ac",
-            "#f58518", "#8cd17d", "#499894", "#79706e"]
 
 CSS = """
 .status-line { font-size: 0.9em; opacity: 0.85; }
@@ -327,15 +325,18 @@ def paper_table(papers: dict[str, Paper], query: str = "") -> Any:
     return pd.DataFrame(rows, columns=["Title", "Source", "ID", "Venue / year"])
 
 
-def map_plot(cmap: CollectionMap, cited: Sequence[str] = ()) -> Any:
-    """The ScatterPlot update for the map: one colour per topic, the last answer's sources in red."""
-    import gradio as gr
+def map_frame(cmap: CollectionMap, cited: Sequence[str] = ()) -> Any:
+    """The map's points as a DataFrame (x, y, topic, title, id, source)."""
     import pandas as pd
 
-    frame = pd.DataFrame(cmap.rows(cited), columns=["x", "y", "topic", "title", "id", "source"])
-    colours = {label: _PALETTE[j % len(_PALETTE)] for j, label in enumerate(cmap.labels)}
-    colours[CITED] = "#e45756"
-    return gr.ScatterPlot(value=frame, color_map=colours)
+    return pd.DataFrame(cmap.rows(cited), columns=["x", "y", "topic", "title", "id", "source"])
+
+
+def map_plot(cmap: CollectionMap, cited: Sequence[str] = ()) -> Any:
+    """The ScatterPlot update for the map (the last answer's sources as their own ★ series)."""
+    import gradio as gr
+
+    return gr.ScatterPlot(value=map_frame(cmap, cited))
 
 
 def build_app(engine: Engine) -> Any:
@@ -544,15 +545,20 @@ def build_app(engine: Engine) -> Any:
             with gr.Tab("Map", id="map") as map_tab:
                 legend = gr.Markdown(map_legend())
                 plot = gr.ScatterPlot(
-                    map_plot(collection.map).value, x="x", y="y", color="topic",
-                    tooltip=["title", "topic", "id"], height=560, x_title="component 1", y_title="component 2",
-                    elem_id="map", label="Papers by topic (the last answer's sources in red)",
+                    map_frame(collection.map), x="x", y="y", color="topic",
+                    tooltip=["title", "topic", "id"], x_title="component 1", y_title="component 2",
+                    elem_id="map", label="Papers by topic (the last answer's sources: ★)",
                 )
 
         outputs = [chatbot, question, sources, turns_state, status, export, last_answer]
         chat_inputs = [question, chatbot, turns_state, mode, n_papers]
-        send.click(respond, chat_inputs, outputs, api_name="chat")
-        question.submit(respond, chat_inputs, outputs, api_visibility="private")
+        # The map follows each answer, so its highlights are current whenever the tab is opened.
+        send.click(respond, chat_inputs, outputs, api_name="chat").then(
+            show_map, [turns_state], [plot], api_visibility="private"
+        )
+        question.submit(respond, chat_inputs, outputs, api_visibility="private").then(
+            show_map, [turns_state], [plot], api_visibility="private"
+        )
         reset = [chatbot, turns_state, sources, export, last_answer, question]
         new.click(new_chat, None, reset, api_visibility="private")
         chatbot.clear(new_chat, None, reset, api_visibility="private")

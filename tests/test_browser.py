@@ -160,5 +160,8 @@ def test_map_shows_topics_and_the_last_sources(page):
     page.get_by_role("tab", name="Map").click()
     page.wait_for_selector("#map canvas, #map svg", timeout=30000)
     assert "Topics" in page.locator("body").inner_text()
+    # The legend names the topics and the last answer's sources (drawn only when points are plotted).
+    page.wait_for_function("() => document.querySelector('#map').textContent.includes('cited in the last answer')",
+                           timeout=15000)
     assert page.evaluate("window.xssHit") is None
     assert not [e for e in page.errors if "xss" in e.lower()]  # type: ignore[attr-defined]
