@@ -407,7 +407,8 @@ def build_app(engine: Engine) -> Any:
         )
 
     def new_chat() -> tuple[Any, ...]:
-        return [], [], sources_panel([], {}), gr.DownloadButton(value=None, interactive=False), "", ""
+        # The question box is left alone: the user may already be typing the next question.
+        return [], [], sources_panel([], {}), gr.DownloadButton(value=None, interactive=False), ""
 
     def copied(text: str) -> None:
         if text:
@@ -559,7 +560,7 @@ def build_app(engine: Engine) -> Any:
         question.submit(respond, chat_inputs, outputs, api_visibility="private").then(
             show_map, [turns_state], [plot], api_visibility="private"
         )
-        reset = [chatbot, turns_state, sources, export, last_answer, question]
+        reset = [chatbot, turns_state, sources, export, last_answer]
         new.click(new_chat, None, reset, api_visibility="private")
         chatbot.clear(new_chat, None, reset, api_visibility="private")
         copy.click(copied, [last_answer], None, js=_COPY_JS, api_visibility="private")

@@ -146,6 +146,7 @@ def test_upload_then_a_hostile_abstract_shows_as_text(page, tmp_path):
                            timeout=15000)
     page.get_by_role("tab", name="Chat").click()
     page.click("#new-chat")
+    page.wait_for_function("() => !document.querySelector('#sources .src-card')")
     ask(page, "What precision does Quokkaformer reach?")
     page.wait_for_selector("#sources #src-1-1", timeout=30000)
     card = page.locator("#src-1-1").inner_text()
