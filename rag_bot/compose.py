@@ -119,29 +119,15 @@ class _Citer:
         return f"[{self._numbers[paper.doc_id]}]"
 
 
-class OfflineComposer(BaseSynthesizer):
-    """Extractive, cited answers in three modes (ask, summary, compare)."""
+class PaperSynthesizer(BaseSynthesizer):
+    """The llama-index synthesizer interface over a `compose(question, papers, mode)` that writes a cited
+    `Answer` from ranked papers; the offline and the LLM composers both stand on it."""
 
-    def __init__(self, embedder: MiniLMEmbedding, settings: Settings) -> None:
-        super().__init__(llm=MockLLM())
-        self.embedder = embedder
-        self.settings = settings
-        self._sentence_cache: dict[tuple[str, int], tuple[list[str], np.ndarray]] = {}
-        self._limit: int | None = None
-
-    def sentence_vectors(self, paper: Paper) -> tuple[list[str], np.ndarray]:
-        """The cleaned sentences of a paper and their embeddings (cached: papers recur across questions)."""
-        key = (paper.doc_id, hash(paper.text))
-        if key not in self._sentence_cache:
-            sentences = split_sentences(clean_markup(paper.text)) or [clean_markup(paper.text)]
-            if len(self._sentence_cache) > 5000:
-                self._sentence_cache.clear()
-            self._sentence_cache[key] = (sentences, self.embedder.embed(sentences))
-        return self._sentence_cache[key]
-
-    # --- llama-index synthesizer interface ---------------------------------------------------------
-    def _get_prompts(self) -> dict[str, Any]:
-        return {}
+    def compose(
+        self, question: str, papers: Sequence[ScoredPaper], mode: Mode | None = None, max_papers: int | None = None
+    ) -> Answer:
+        """A cited answer to the question from the ranked papers."""
+        raise NotImplementedError
 
     def _update_prompts(self, prompts: Any) -> None:
         return None
@@ -175,6 +161,30 @@ class OfflineComposer(BaseSynthesizer):
         cited = {c.doc_id for c in answer.citations}
         return Response(response=answer.answer, source_nodes=[n for n in nodes if n.node.node_id in cited],
                         metadata={"answer": answer})
+
+
+class OfflineComposer(PaperSynthesizer):
+    """Extractive, cited answers in three modes (ask, summary, compare)."""
+
+    def __init__(self, embedder: MiniLMEmbedding, settings: Settings) -> None:
+        super().__init__(llm=MockLLM())
+        self.embedder = embedder
+        self.settings = settings
+        self._sentence_cache: dict[tuple[str, int], tuple[list[str], np.ndarray]] = {}
+        self._limit: int | None = None
+
+    def sentence_vectors(self, paper: Paper) -> tuple[list[str], np.ndarray]:
+        """The cleaned sentences of a paper and their embeddings (cached: papers recur across questions)."""
+        key = (paper.doc_id, hash(paper.text))
+        if key not in self._sentence_cache:
+            sentences = split_sentences(clean_markup(paper.text)) or [clean_markup(paper.text)]
+            if len(self._sentence_cache) > 5000:
+                self._sentence_cache.clear()
+            self._sentence_cache[key] = (sentences, self.embedder.embed(sentences))
+        return self._sentence_cache[key]
+
+    def _get_prompts(self) -> dict[str, Any]:
+        return {}
 
     # --- composing -----------------------------------------------------------------------------------
     def evidence(self, question: str, papers: Sequence[ScoredPaper]) -> float:

@@ -17,13 +17,10 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
-from llama_index.core.base.response.schema import Response
 from llama_index.core.llms import LLM, ChatMessage
 from llama_index.core.llms.mock import MockLLM
-from llama_index.core.response_synthesizers.base import BaseSynthesizer
-from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from rag_bot.compose import OfflineComposer, detect_mode
+from rag_bot.compose import OfflineComposer, PaperSynthesizer, detect_mode
 from rag_bot.prompts import ANSWER_USER_TEMPLATE, CONDENSE_TEMPLATE, answer_messages, condense_messages
 from rag_bot.settings import Settings
 from rag_bot.text import clean_markup
@@ -157,7 +154,7 @@ def claims_by_marker(text: str) -> dict[int, list[str]]:
     return claims
 
 
-class LLMComposer(BaseSynthesizer):
+class LLMComposer(PaperSynthesizer):
     """Cited answers written by a chat model (OpenAI, any OpenAI-compatible server, or a local GGUF)."""
 
     def __init__(self, offline: OfflineComposer, settings: Settings, backoff: float = RETRY_BACKOFF_S) -> None:
@@ -414,35 +411,3 @@ class LLMComposer(BaseSynthesizer):
     def _get_prompts(self) -> dict[str, Any]:
         return {"answer": ANSWER_USER_TEMPLATE, "condense": CONDENSE_TEMPLATE}
 
-    def _update_prompts(self, prompts: Any) -> None:
-        return None
-
-    def get_response(self, query_str: str, text_chunks: Sequence[str], **kwargs: Any) -> str:
-        """Answer from bare text chunks (each treated as one paper)."""
-        papers = [
-            ScoredPaper(paper=Paper(doc_id=f"chunk-{i}", title=f"Source {i + 1}", text=t, source=""),
-                        score=1.0, similarity=1.0)
-            for i, t in enumerate(text_chunks)
-        ]
-        return self.compose(query_str, papers, mode=kwargs.get("mode")).answer
-
-    async def aget_response(self, query_str: str, text_chunks: Sequence[str], **kwargs: Any) -> str:
-        return self.get_response(query_str, text_chunks, **kwargs)
-
-    def synthesize(self, query: Any, nodes: list[NodeWithScore], additional_source_nodes: Any = None,
-                   **kwargs: Any) -> Response:
-        """Compose from retrieved paper nodes (as `PaperRetriever` returns them)."""
-        question = query.query_str if isinstance(query, QueryBundle) else str(query)
-        papers = [
-            ScoredPaper(
-                paper=Paper(doc_id=n.node.metadata["doc_id"], title=n.node.metadata.get("title", ""),
-                            text=n.node.get_content(), source=n.node.metadata.get("source", "")),
-                score=n.score or 0.0, similarity=n.node.metadata.get("similarity", n.score or 0.0),
-                named=bool(n.node.metadata.get("named")),
-            )
-            for n in nodes
-        ]
-        answer = self.compose(question, papers, mode=kwargs.get("mode"))
-        cited = {c.doc_id for c in answer.citations}
-        return Response(response=answer.answer, source_nodes=[n for n in nodes if n.node.node_id in cited],
-                        metadata={"answer": answer})
