@@ -20,7 +20,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from rag_bot.embedding import MiniLMEmbedding
 from rag_bot.settings import Settings
-from rag_bot.text import clean_markup, split_sentences
+from rag_bot.text import clean_markup, split_sentences, topic_query
 from rag_bot.types import Answer, Citation, Mode, Paper, ScoredPaper
 
 _COMPARE = re.compile(
@@ -47,7 +47,14 @@ _PROBLEM_CUES = re.compile(
 )
 _APPROACH_CUES = re.compile(
     r"\b(we (?:propose|introduce|present|develop|design|build|study|formulate|use)|our (?:method|approach|"
-    r"framework)|called|named|framework|approach|method)\b",
+    r"framework)|called|named|framework|approach|methods?|introduc\w+|propos\w+|presents?|leverag\w+|"
+    r"reformulat\w+|via|by (?:using|learning|modeling|training))\b",
+    re.IGNORECASE,
+)
+# The sentence that states the contribution ("we propose X", "by introducing X").
+_CONTRIBUTION = re.compile(
+    r"\b(we (?:propose|introduce|present|develop|design|build)|introduc(?:e|es|ing)|propos(?:e|es|ing)|"
+    r"this (?:paper|work) (?:presents|proposes|introduces))\b",
     re.IGNORECASE,
 )
 _RESULT_CUES = re.compile(
@@ -249,11 +256,11 @@ class OfflineComposer(PaperSynthesizer):
 
     def _scored_sentences(self, question: str, papers: Sequence[ScoredPaper]) -> list[list[tuple[float, str]]]:
         """For each paper, its sentences with their relevance to the question (best first)."""
-        query = np.asarray(self.embedder.get_query_embedding(question))
+        query = np.asarray(self.embedder.get_query_embedding(topic_query(question)))
         pairs = [self.sentence_vectors(p.paper) for p in papers]
         sentences = [group for group, _ in pairs]
         sims = np.concatenate([vectors @ query for _, vectors in pairs])
-        q_terms = _terms(question)
+        q_terms = _terms(topic_query(question))
         numeric = bool(_NUMERIC_QUESTION.search(question))
         out: list[list[tuple[float, str]]] = []
         i = 0
@@ -264,7 +271,9 @@ class OfflineComposer(PaperSynthesizer):
                 score = float(sims[i]) + 0.3 * overlap
                 if numeric and re.search(r"\d", sentence):
                     score += 0.2
-                score -= 0.01 * position  # earlier sentences state the contribution
+                score -= 0.01 * position  # earlier sentences set the scene, later ones report
+                if _CONTRIBUTION.search(sentence):
+                    score += 0.05  # what the paper does answers "what does the collection say about X"
                 scored.append((score, sentence))
                 i += 1
             out.append(sorted(scored, key=lambda x: -x[0]))
@@ -281,6 +290,11 @@ class OfflineComposer(PaperSynthesizer):
         # A second sentence from the best paper when it is nearly as relevant (details, figures).
         if len(lead) > 1 and lead[1][0] >= lead[0][0] - 0.08:
             lines.append(f"{lead[1][1]} {ref}")
+        # A question about a topic also gets what the best paper contributes, when that is relevant.
+        if not _NUMERIC_QUESTION.search(question) and not any(_CONTRIBUTION.search(line) for line in lines):
+            contributions = [s for _, s in lead[:4] if _CONTRIBUTION.search(s)]
+            if contributions:
+                lines.append(f"{contributions[0]} {ref}")
         # A question about a figure gets the paper's best sentence that reports one.
         if _NUMERIC_QUESTION.search(question) and not any(re.search(r"\d", line.removesuffix(ref)) for line in lines):
             figures = [s for _, s in lead if re.search(r"\d", s)]
@@ -408,6 +422,12 @@ class OfflineComposer(PaperSynthesizer):
             ):
                 candidates = [s for s in pool if cues.search(s) and s not in used] or \
                              [s for s in ordered if s not in used]
+                if row == "Approach":
+                    # The contribution sentence first; a sentence reporting results belongs to the last row.
+                    def approach(s: str) -> int:
+                        return (3 * bool(_CONTRIBUTION.search(s)) + bool(_APPROACH_CUES.search(s))
+                                - 2 * bool(_RESULT_WORDS.search(s) and re.search(r"\d", s)))
+                    candidates = sorted(candidates, key=approach, reverse=True)
                 if row == "Reported results":
                     # A finding reads like one: a result verb, ideally with a figure, not a limitation.
                     def strength(s: str) -> int:

@@ -18,28 +18,13 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from rag_bot.index import PaperIndex
 from rag_bot.settings import Settings
-from rag_bot.text import clean_markup, normalize_name
+from rag_bot.text import clean_markup, normalize_name, topic_query
 from rag_bot.types import Paper, ScoredPaper
 
 RRF_K = 60
 LONG_QUESTION_WORDS = 25
 FEEDBACK_PAPERS = 10  # top papers whose abstracts feed back into a long question
 FEEDBACK_TERMS = 10  # terms they add to its BM25 query
-# Words that say what kind of answer is wanted, not what it is about; they only blur retrieval.
-_INSTRUCTION = re.compile(
-    r"\b(?:(?:please|can you|could you)\s+)?(?:summari[sz]e|give (?:me )?(?:an? )?(?:overview|summary)"
-    r"(?: of)?|overview of|compare|contrast|tell me (?:about|what)|explain|what does (?:the|this) "
-    r"collection (?:say|hold|have) (?:about|on)|what (?:has|does) (?:the|this) collection (?:got|have) "
-    r"(?:on|about)|is there (?:a |any )?(?:paper|work|research) (?:on|about|that)|which papers?|"
-    r"(?:the )?(?:work|research|papers|literature|studies) (?:on|about|that)|in (?:the|this) collection)\b",
-    re.IGNORECASE,
-)
-
-
-def topic_query(question: str) -> str:
-    """The question without the words that ask for a mode ("summarize the work on X" -> "X")."""
-    topic = " ".join(_INSTRUCTION.sub(" ", question).split()).strip(" ,.;:?")
-    return topic if len(topic) >= 3 else question
 
 
 @dataclass

@@ -151,3 +151,21 @@ def _shorten(text: str, limit: int) -> str:
         return text
     cut = text[:limit].rsplit(" ", 1)[0]
     return cut.rstrip(",;:") + "…"
+
+
+# --- questions ---------------------------------------------------------------------------------------
+# Words that say what kind of answer is wanted, not what it is about; they only blur retrieval.
+_INSTRUCTION = re.compile(
+    r"\b(?:(?:please|can you|could you)\s+)?(?:summari[sz]e|give (?:me )?(?:an? )?(?:overview|summary)"
+    r"(?: of)?|overview of|compare|contrast|tell me (?:about|what)|explain|what does (?:the|this) "
+    r"collection (?:say|hold|have) (?:about|on)|what (?:has|does) (?:the|this) collection (?:got|have) "
+    r"(?:on|about)|is there (?:a |any )?(?:paper|work|research) (?:on|about|that)|which papers?|"
+    r"(?:the )?(?:work|research|papers|literature|studies) (?:on|about|that)|in (?:the|this) collection)\b",
+    re.IGNORECASE,
+)
+
+
+def topic_query(question: str) -> str:
+    """The question without the words that ask for a mode ("summarize the work on X" -> "X")."""
+    topic = " ".join(_INSTRUCTION.sub(" ", question).split()).strip(" ,.;:?")
+    return topic if len(topic) >= 3 else question
