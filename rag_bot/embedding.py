@@ -58,6 +58,7 @@ class MiniLMEmbedding(BaseEmbedding):
     max_tokens: int = 256
     _tokenizer: Any = PrivateAttr()
     _session: Any = PrivateAttr()
+    _query_cache: dict[str, list[float]] = PrivateAttr(default_factory=dict)
 
     def __init__(self, max_tokens: int = 256, embed_batch_size: int = 16, **kwargs: Any) -> None:
         super().__init__(
@@ -98,7 +99,13 @@ class MiniLMEmbedding(BaseEmbedding):
             self._tokenizer.enable_truncation(max_length=self.max_tokens)
 
     def _get_query_embedding(self, query: str) -> list[float]:
-        return self.embed([query])[0].tolist()
+        # One question is embedded by retrieval, feedback, refusal and sentence scoring: embed it once.
+        cached = self._query_cache.get(query)
+        if cached is None:
+            if len(self._query_cache) >= 256:
+                self._query_cache.pop(next(iter(self._query_cache)))
+            cached = self._query_cache[query] = self.embed([query])[0].tolist()
+        return list(cached)
 
     async def _aget_query_embedding(self, query: str) -> list[float]:
         return self._get_query_embedding(query)
