@@ -13,7 +13,7 @@ from rag_bot.corpus import ReadResult, read_paths
 from rag_bot.errors import EmptyQuestionError, NoIndexError
 from rag_bot.index import IngestReport, PaperIndex, store_label
 from rag_bot.settings import Settings
-from rag_bot.types import Answer, Mode, ScoredPaper
+from rag_bot.types import Answer, Mode, ScoredPaper, final_answer
 
 _FOLLOW_UP = re.compile(
     r"^(?:and|but|also|what about|how about|which of (?:them|these|those)|do any|does any|of these|"
@@ -93,12 +93,7 @@ class Engine:
         max_papers: int | None = None,
     ) -> Answer:
         """A cited answer (or a plain refusal) to a question, in the context of earlier turns."""
-        answer: Answer | None = None
-        for event in self._answer(question, mode, history, max_papers, stream=False):
-            if isinstance(event, Answer):
-                answer = event
-        assert answer is not None
-        return answer
+        return final_answer(self._answer(question, mode, history, max_papers, stream=False))
 
     def stream(
         self,

@@ -24,7 +24,7 @@ from rag_bot.compose import OfflineComposer, PaperSynthesizer, detect_mode
 from rag_bot.prompts import ANSWER_USER_TEMPLATE, CONDENSE_TEMPLATE, answer_messages, condense_messages
 from rag_bot.settings import Settings
 from rag_bot.text import clean_markup
-from rag_bot.types import Answer, Citation, Mode, Paper, ScoredPaper
+from rag_bot.types import Answer, Citation, Mode, Paper, ScoredPaper, final_answer
 
 OPENAI_API_BASE = "https://api.openai.com/v1"
 RETRY_BACKOFF_S = 0.5  # first wait before a retry; doubled on each further attempt
@@ -327,12 +327,7 @@ class LLMComposer(PaperSynthesizer):
         self, question: str, papers: Sequence[ScoredPaper], mode: Mode | None = None, max_papers: int | None = None
     ) -> Answer:
         """A cited answer written by the model in one request (the offline composer's when it cannot)."""
-        answer: Answer | None = None
-        for event in self._compose(question, papers, mode, max_papers, stream=False):
-            if isinstance(event, Answer):
-                answer = event
-        assert answer is not None
-        return answer
+        return final_answer(self._compose(question, papers, mode, max_papers, stream=False))
 
     def compose_stream(
         self, question: str, papers: Sequence[ScoredPaper], mode: Mode | None = None, max_papers: int | None = None

@@ -48,24 +48,16 @@ class NameIndex:
         """doc_ids of papers named in the question, in the order they are named (with
         `distinctive_only`, only names no ordinary text would contain: CorrSteer, Quartet II)."""
         tokens = re.findall(r"[\w][\w\-–.+]*[\w+]|[\w]", question)
-        found: list[str] = []
+        first_seen: dict[str, int] = {}  # doc_id -> index of the token where its name starts
         for size in (3, 2, 1):
             for i in range(len(tokens) - size + 1):
                 raw = " ".join(tokens[i:i + size])
                 for alias, doc_id in self.by_key.get(normalize_name(raw), []):
                     if distinctive_only and not _is_distinctive(alias):
                         continue
-                    if _alias_matches(alias, raw) and doc_id not in found:
-                        found.append(doc_id)
-        order = {doc_id: question.lower().find(self._first_word(doc_id)) for doc_id in found}
-        return sorted(found, key=lambda d: order[d])
-
-    def _first_word(self, doc_id: str) -> str:
-        for entries in self.by_key.values():
-            for alias, d in entries:
-                if d == doc_id:
-                    return alias.split()[0].lower()[:4]
-        return ""
+                    if _alias_matches(alias, raw):
+                        first_seen[doc_id] = min(i, first_seen.get(doc_id, i))
+        return sorted(first_seen, key=first_seen.__getitem__)
 
 
 def _alias_matches(alias: str, raw: str) -> bool:
@@ -196,17 +188,20 @@ class PaperRetriever(BaseRetriever):
         query = np.asarray(self.index.embedder.get_query_embedding(topic_query(question)))
         return {d: float(np.dot(query, np.asarray(v))) for d, v in vectors.items()}
 
-    def coverage(self, question: str, doc_id: str) -> float:
+    def question_weights(self, question: str) -> dict[str, float]:
+        """IDF weights of the question's content words (stemmed), for `coverage`."""
+        if not getattr(self, "_doc_terms", None):
+            return {}
+        n = len(self._ids)
+        return {t: math.log((n + 1) / (self._df.get(t, 0) + 0.5)) for t in set(self._stems(topic_query(question)))
+                if len(t) > 2}
+
+    def coverage(self, question: str, doc_id: str, weights: dict[str, float] | None = None) -> float:
         """IDF-weighted share of the question's content words that occur in the paper (lexical evidence)."""
         terms = getattr(self, "_doc_terms", {}).get(doc_id)
         if not terms:
             return 0.0
-        import bm25s
-
-        tokens = bm25s.tokenize([topic_query(question)], stopwords="en", stemmer=self._stemmer,
-                                show_progress=False, return_ids=False)[0]
-        n = len(self._ids)
-        weights = {t: math.log((n + 1) / (self._df.get(t, 0) + 0.5)) for t in set(tokens) if len(t) > 2}
+        weights = self.question_weights(question) if weights is None else weights
         total = sum(weights.values())
         return sum(w for t, w in weights.items() if t in terms) / total if total > 0 else 0.0
 
@@ -233,14 +228,12 @@ class PaperRetriever(BaseRetriever):
         ranked = sorted(fused, key=fused.__getitem__, reverse=True)[:top_k]
         missing = [d for d in ranked if d not in dense]
         if missing:  # named or BM25-only papers: their similarity still comes from the dense model
-            vectors = self.index.paper_vectors(missing)
-            query = np.asarray(self.index.embedder.get_query_embedding(topic))
-            for doc_id, vector in vectors.items():
-                dense[doc_id] = float(np.dot(query, np.asarray(vector)))
+            dense.update(self.similarities(topic, missing))
+        word_weights = self.question_weights(question)
         return [
             ScoredPaper(
                 paper=self._papers[d], score=round(fused[d], 6), similarity=round(dense.get(d, 0.0), 4),
-                named=d in named, coverage=round(self.coverage(question, d), 4) if i < 3 else 0.0,
+                named=d in named, coverage=round(self.coverage(question, d, word_weights), 4) if i < 3 else 0.0,
             )
             for i, d in enumerate(d for d in ranked if d in self._papers)
         ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -83,3 +84,14 @@ class Answer(BaseModel):
         return self.model_dump(
             include={"question", "mode", "answer", "grounded", "citations", "retrieved", "llm", "timings_ms"}
         )
+
+
+def final_answer(events: Iterable[str | Answer]) -> Answer:
+    """The `Answer` that ends an answer stream (text deltas are dropped)."""
+    answer: Answer | None = None
+    for event in events:
+        if isinstance(event, Answer):
+            answer = event
+    if answer is None:
+        raise RuntimeError("the answer stream ended without an Answer")
+    return answer

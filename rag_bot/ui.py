@@ -301,9 +301,9 @@ class _Collection:
         self.refresh()
 
     def refresh(self) -> None:
-        """Re-read papers and recompute the map."""
-        papers = self.engine.index.all_papers()
-        self.papers = {p.doc_id: p for p in papers}
+        """Take the papers the retriever holds (re-read by every ingest) and recompute the map."""
+        self.papers = dict(self.engine.retriever.papers)
+        papers = list(self.papers.values())
         vectors = self.engine.index.paper_vectors([p.doc_id for p in papers]) if papers else {}
         self.map = build_map(papers, vectors)
 
