@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,21 +12,13 @@ from rag_bot.corpus import ReadResult, read_paths
 from rag_bot.errors import EmptyQuestionError, NoIndexError
 from rag_bot.index import IngestReport, PaperIndex, store_label
 from rag_bot.settings import Settings
-from rag_bot.types import Answer, Mode, ScoredPaper, final_answer
+from rag_bot.types import Answer, Mode, Paper, ScoredPaper, Turn, final_answer
 
 _FOLLOW_UP = re.compile(
     r"^(?:and|but|also|what about|how about|which of (?:them|these|those)|do any|does any|of these|"
     r"among (?:them|these))\b|\b(?:they|them|these|those|it|its|their|each of)\b",
     re.IGNORECASE,
 )
-
-
-@dataclass
-class Turn:
-    """One earlier exchange of a conversation."""
-
-    question: str
-    answer: Answer | None = None
 
 
 class Engine:
@@ -58,6 +49,20 @@ class Engine:
             offline = OfflineComposer(self.index.embedder, self.settings)
             self._composer = LLMComposer(offline, self.settings) if uses_llm(self.settings) else offline
         return self._composer
+
+    @property
+    def papers(self) -> dict[str, Paper]:
+        """The collection, by doc_id (as the retriever holds it; refreshed by every ingest)."""
+        papers: dict[str, Paper] = self.retriever.papers
+        return papers
+
+    @property
+    def writer_name(self) -> str:
+        """Who writes the answers: "offline" or the model's name."""
+        from rag_bot.llm import LLMComposer
+
+        composer = self.composer
+        return composer.model_name if isinstance(composer, LLMComposer) else "offline"
 
     def require_index(self) -> None:
         """Raise `NoIndexError` with the fix when nothing is indexed."""

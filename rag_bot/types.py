@@ -86,6 +86,13 @@ class Answer(BaseModel):
         )
 
 
+class Turn(BaseModel):
+    """One earlier exchange of a conversation."""
+
+    question: str
+    answer: Answer | None = None
+
+
 def final_answer(events: Iterable[str | Answer]) -> Answer:
     """The `Answer` that ends an answer stream (text deltas are dropped)."""
     answer: Answer | None = None

@@ -21,12 +21,12 @@ from typing import Any
 
 from rag_bot.collection_map import CollectionMap, build_map
 from rag_bot.corpus import SUFFIXES, ReadResult
-from rag_bot.engine import Engine, Turn
+from rag_bot.engine import Engine
 from rag_bot.errors import EmptyQuestionError, NoIndexError
 from rag_bot.index import store_label
 from rag_bot.settings import Settings
 from rag_bot.text import clean_markup, split_sentences
-from rag_bot.types import Answer, Paper
+from rag_bot.types import Answer, Paper, Turn
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no calls home from a local tool
 

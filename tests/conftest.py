@@ -42,3 +42,15 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def paper_with(engine, fragment: str) -> str:
+    """doc_id of the one paper that introduces the name (else whose abstract contains the fragment)."""
+    from rag_bot.text import clean_markup
+
+    papers = engine.papers.values()
+    hits = [p.doc_id for p in papers if fragment in p.aliases] or [
+        p.doc_id for p in papers if fragment in clean_markup(p.text)
+    ]
+    assert len(hits) == 1, f"{fragment!r} should identify exactly one seed paper, got {hits}"
+    return hits[0]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from rag_bot.text import clean_markup
+from tests.conftest import paper_with
 
 BIN = Path(sys.executable).parent
 RAG_BOT = str(BIN / "rag-bot")
@@ -37,15 +38,6 @@ def run(seed_storage, tmp_path_factory):
         )
 
     return _run
-
-
-def _paper_with(engine, fragment: str) -> str:
-    papers = engine.retriever.papers.values()
-    hits = [p.doc_id for p in papers if fragment in p.aliases] or [
-        p.doc_id for p in papers if fragment in clean_markup(p.text)
-    ]
-    assert len(hits) == 1
-    return hits[0]
 
 
 def _objects(stdout: str) -> list[dict]:
@@ -87,7 +79,7 @@ def test_ask_json_prints_one_object_with_the_contract(run, engine):
     assert obj["question"] == question
     assert obj["mode"] == "ask"
     assert obj["grounded"] is True
-    corrsteer = _paper_with(engine, "CorrSteer")
+    corrsteer = paper_with(engine, "CorrSteer")
     assert obj["citations"][0]["doc_id"] == corrsteer
     assert obj["retrieved"][0]["doc_id"] == corrsteer
     assert obj["citations"][0]["source"] == engine.retriever.papers[corrsteer].source
@@ -198,6 +190,6 @@ def test_ask_prints_answer_and_sources_without_importing_gradio(run, engine):
     answer, _, report = proc.stdout.rpartition("@@ ")
     assert report.strip() == "0 []", "`rag-bot ask` must not load the chat stack (gradio)"
     # the question was really answered, in the human format
-    capkv = _paper_with(engine, "CapKV")
+    capkv = paper_with(engine, "CapKV")
     assert "[1]" in answer and "Sources:" in answer
     assert f"[1] {clean_markup(engine.retriever.papers[capkv].title)} ({capkv}," in answer

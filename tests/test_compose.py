@@ -9,18 +9,9 @@ import pytest
 
 from rag_bot.compose import detect_mode
 from rag_bot.text import clean_markup, split_sentences
+from tests.conftest import paper_with
 
 CITE = re.compile(r"\[(\d+)\]")
-
-
-def _paper_with(engine, fragment: str) -> str:
-    """doc_id of the one paper that introduces the name (else whose abstract contains the fragment)."""
-    papers = engine.retriever.papers.values()
-    hits = [p.doc_id for p in papers if fragment in p.aliases] or [
-        p.doc_id for p in papers if fragment in clean_markup(p.text)
-    ]
-    assert len(hits) == 1, f"{fragment!r} should identify exactly one seed paper, got {hits}"
-    return hits[0]
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +64,7 @@ def test_every_citation_is_used_numbered_and_quoted_verbatim(engine, ask, questi
 def test_summary_quotes_of_long_sentences_are_whole_sentences(engine):
     from rag_bot.types import ScoredPaper
 
-    paper = engine.retriever.papers[_paper_with(engine, "AC-ODM")]
+    paper = engine.retriever.papers[paper_with(engine, "AC-ODM")]
     long = max(split_sentences(clean_markup(paper.text)), key=len)
     assert len(long) > 320  # the abstract has a sentence longer than the display limit
     hit = ScoredPaper(paper=paper, score=1.0, similarity=0.9, named=True)
@@ -104,7 +95,7 @@ def test_grounded_question_cites_the_expected_paper_first(engine, ask, question,
     answer = ask(question, None)
     assert answer.grounded
     first = answer.citations[0]
-    assert first.doc_id == _paper_with(engine, name)
+    assert first.doc_id == paper_with(engine, name)
     # the lead of the answer is that paper's sentence, cited [1]
     assert answer.answer.index(first.quote) < answer.answer.index("[1]") + 200
     assert f"{first.quote} [1]" in answer.answer
@@ -218,7 +209,7 @@ def test_compare_answer_is_a_table_citing_both_papers_in_their_cells(engine, ask
     assert all(set(c) <= set("-: ") for c in separator)
     numbers = {c.doc_id: c.n for c in answer.citations}
     for column, name in ((1, first), (2, second)):
-        doc_id = _paper_with(engine, name)
+        doc_id = paper_with(engine, name)
         assert doc_id in numbers, f"{name} must be cited"
         assert clean_markup(engine.retriever.papers[doc_id].title).split(":")[0] in header[column]
         cited_cells = [row[column] for row in body if f"[{numbers[doc_id]}]" in row[column]]
@@ -230,12 +221,12 @@ def test_summary_cites_several_papers(engine, ask):
     answer = ask("Summarize the work on federated fine-tuning", None)
     cited = {c.doc_id for c in answer.citations}
     assert len(cited) >= 3
-    assert {_paper_with(engine, "Het-CPFLoRA"), _paper_with(engine, "FedRot-LoRA")} <= cited
+    assert {paper_with(engine, "Het-CPFLoRA"), paper_with(engine, "FedRot-LoRA")} <= cited
     # every cited paper has its own bullet
     assert answer.answer.count("\n- **") >= len(cited) - 1
 
     quant = ask("Summarize the research on quantization", None)
-    assert {_paper_with(engine, "CAT"), _paper_with(engine, "Quartet II")} <= {c.doc_id for c in quant.citations}
+    assert {paper_with(engine, "CAT"), paper_with(engine, "Quartet II")} <= {c.doc_id for c in quant.citations}
 
 
 @pytest.mark.parametrize(
@@ -250,7 +241,7 @@ def test_summary_cites_several_papers(engine, ask):
 )
 def test_fact_question_answer_carries_the_figure_from_the_abstract(engine, ask, question, name, keyword):
     answer = ask(question, None)
-    paper = engine.retriever.papers[_paper_with(engine, name)]
+    paper = engine.retriever.papers[paper_with(engine, name)]
     # the abstract's sentence stating the figure, and its figures
     source = [s for s in split_sentences(clean_markup(paper.text)) if keyword in s]
     assert len(source) == 1
@@ -273,7 +264,7 @@ def test_llama_index_synthesizer_interface(engine):
     assert "[1]" in response.response
     answer = response.metadata["answer"]
     assert answer.grounded and answer.citations
-    assert answer.citations[0].doc_id == _paper_with(engine, "CorrSteer")
+    assert answer.citations[0].doc_id == paper_with(engine, "CorrSteer")
     assert_citations_consistent(engine, answer)
     # the response's source nodes are exactly the cited papers
     assert {n.node.node_id for n in response.source_nodes} == {c.doc_id for c in answer.citations}

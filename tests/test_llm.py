@@ -22,12 +22,12 @@ from pathlib import Path
 import pytest
 
 from rag_bot.compose import OfflineComposer
-from rag_bot.engine import Engine, Turn
+from rag_bot.engine import Engine
 from rag_bot.evaluate import DEFAULT_SET, citation_integrity, load_questions
 from rag_bot.llm import CitationChecker, LLMComposer, uses_llm
 from rag_bot.prompts import ANSWER_SYSTEM_PROMPT, MODE_INSTRUCTIONS
 from rag_bot.settings import Settings
-from rag_bot.types import Answer
+from rag_bot.types import Answer, Turn
 from tests.conftest import free_port
 
 JSON_KEYS = {"question", "mode", "answer", "grounded", "citations", "retrieved", "llm", "timings_ms"}

@@ -4,18 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_bot.text import clean_markup
-
-
-def _paper_with(engine, fragment: str) -> str:
-    """doc_id of the one paper whose abstract (or alias list) contains the fragment."""
-    papers = engine.retriever.papers.values()
-    hits = [p.doc_id for p in papers if fragment in p.aliases] or [
-        p.doc_id for p in papers if fragment in clean_markup(p.text)
-    ]
-    assert len(hits) == 1, f"{fragment!r} should identify exactly one seed paper, got {hits}"
-    return hits[0]
-
+from tests.conftest import paper_with
 
 # Questions written in plain words, avoiding each abstract's own key terms; (question, fragment that
 # identifies the expected paper, how high it must rank).
@@ -48,7 +37,7 @@ PARAPHRASED = [
 
 @pytest.mark.parametrize(("question", "fragment", "within"), PARAPHRASED, ids=[f for _, f, _ in PARAPHRASED])
 def test_paraphrased_question_ranks_the_right_paper_high(engine, question, fragment, within):
-    expected = _paper_with(engine, fragment)
+    expected = paper_with(engine, fragment)
     ranked = [sp.paper.doc_id for sp in engine.retriever.retrieve_papers(question)]
     assert expected in ranked[:within], (
         f"{fragment} should rank in the top {within} for {question!r}; got {ranked[:5]}"
@@ -67,7 +56,7 @@ def test_paraphrased_question_ranks_the_right_paper_high(engine, question, fragm
     ],
 )
 def test_named_paper_is_found_however_it_is_spelled(engine, question, alias):
-    expected = _paper_with(engine, alias)
+    expected = paper_with(engine, alias)
     ranked = engine.retriever.retrieve_papers(question)
     assert ranked[0].paper.doc_id == expected
     assert ranked[0].named is True
@@ -84,7 +73,7 @@ def test_named_paper_is_found_however_it_is_spelled(engine, question, alias):
     ],
 )
 def test_comparison_question_retrieves_both_named_papers_first(engine, question, first, second):
-    expected = {_paper_with(engine, first), _paper_with(engine, second)}
+    expected = {paper_with(engine, first), paper_with(engine, second)}
     ranked = engine.retriever.retrieve_papers(question)
     assert {sp.paper.doc_id for sp in ranked[:2]} == expected
     assert all(sp.named for sp in ranked[:2])
@@ -118,7 +107,7 @@ def test_results_are_distinct_papers_at_most_ten_best_first(engine, question):
 def test_llama_index_retriever_returns_paper_nodes(engine):
     nodes = engine.retriever.retrieve("What does Corr Steer select?")
     ids = [n.node.metadata["doc_id"] for n in nodes]
-    assert ids[0] == _paper_with(engine, "CorrSteer")
+    assert ids[0] == paper_with(engine, "CorrSteer")
     assert len(ids) == len(set(ids)) and len(ids) <= 10
     # the node holds the whole abstract, not a chunk of it
     assert nodes[0].node.get_content() == engine.retriever.papers[ids[0]].text

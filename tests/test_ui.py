@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from rag_bot.settings import Settings
-from rag_bot.text import clean_markup
 from rag_bot.types import Answer, Citation, Paper
 from rag_bot.ui import (
     answer_html,
@@ -30,19 +29,10 @@ from rag_bot.ui import (
     highlight_quote,
     source_cards,
 )
-from tests.conftest import free_port
+from tests.conftest import free_port, paper_with
 
 RAG_BOT = str(Path(sys.executable).parent / "rag-bot")
 XSS = '<script>window.xssHit = 1</script> <img src=x onerror="window.xssHit = 2">'
-
-
-def _paper_with(engine, fragment: str) -> str:
-    papers = engine.retriever.papers.values()
-    hits = [p.doc_id for p in papers if fragment in p.aliases] or [
-        p.doc_id for p in papers if fragment in clean_markup(p.text)
-    ]
-    assert len(hits) == 1
-    return hits[0]
 
 
 # --- rendering --------------------------------------------------------------------------------------
@@ -73,7 +63,7 @@ def test_source_card_escapes_the_abstract_then_marks_the_quote() -> None:
 
 
 def test_export_has_questions_answers_and_references() -> None:
-    from rag_bot.engine import Turn
+    from rag_bot.types import Turn
 
     paper = Paper(doc_id="x#1", title="Title", text="Some text.", source="f.jsonl", url="https://e.org/1")
     md = export_markdown([Turn("what is x?", _answer("x is y [1].", "Some text."))], {"x#1": paper})
@@ -195,7 +185,7 @@ def chat(client, message: str, mode: str = "Auto", papers: int = 6) -> tuple[str
 def test_chat_answers_with_linked_citations_and_source_cards(client, engine):
     text, sources, status = chat(client, "what does CorrSteer gain on HarmBench?")
     assert '<a class="cite" href="#src-1-1">[1]</a>' in text and "27.1" in text
-    corrsteer = _paper_with(engine, "CorrSteer")
+    corrsteer = paper_with(engine, "CorrSteer")
     card = re.search(r'<div class="src-card" id="src-1-1">.*?</div></div>', sources, re.S)
     assert card and corrsteer in card.group(0)
     assert "<mark>" in card.group(0) and "27.1% on HarmBench" in card.group(0)
