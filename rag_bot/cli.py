@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Any, TextIO
 
 from rag_bot.errors import EmptyQuestionError, NoIndexError, StoreError
+from rag_bot.logs import configure_logging
 from rag_bot.settings import Settings, get_settings
+
+log = logging.getLogger(__name__)
 
 
 def _print_answer(answer: Any, out: TextIO) -> None:
@@ -210,9 +214,11 @@ def main(argv: list[str] | None = None) -> int:
         )
     except Exception as exc:  # pydantic's validation error, e.g. a bad RAG_BOT_ value
         return _fail(f"bad setting: {exc}".splitlines()[0] + " (see README, Settings)", 2)
+    configure_logging(settings.log_level)
     try:
         return int(args.func(args, settings))
     except (NoIndexError, StoreError) as exc:
+        log.debug("stopped", exc_info=True)
         return _fail(str(exc))
     except EmptyQuestionError as exc:
         return _fail(str(exc), 2)

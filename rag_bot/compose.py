@@ -1,28 +1,35 @@
-"""The offline answer composer: extractive, deterministic, cited; no network and no LLM.
+"""Answer writers: sources -> streamed text and a checked, cited `Answer`. They never touch the store.
 
-It picks the sentences of the retrieved abstracts that answer the question and writes Markdown in
-which every claim ends with its `[n]`. It is a llama-index `BaseSynthesizer`, so an LLM synthesizer
-can take its place in the same query pipeline.
+`Composer` is the contract of every writer (the offline one here, the LLM one in rag_bot/llm.py).
+`PaperSynthesizer` is the llama-index response synthesizer both writers implement: it reads the ranked,
+grounded paper nodes of the query engine and lets the writer write from the marked sources, or declines.
+The offline writer is extractive, deterministic and cited: no network and no LLM.
 """
 
 from __future__ import annotations
 
+import logging
 import re
+from abc import abstractmethod
 from collections import Counter
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol
 
 import numpy as np
-from llama_index.core.base.response.schema import Response
+from llama_index.core.base.response.schema import StreamingResponse
 from llama_index.core.llms.mock import MockLLM
 from llama_index.core.response_synthesizers.base import BaseSynthesizer
-from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.schema import NodeWithScore
 
-from rag_bot.embedding import MiniLMEmbedding
+from rag_bot.nodes import PaperQuery, marked_sources, scored_paper
+from rag_bot.sentences import SentenceIndex
 from rag_bot.settings import Settings
 from rag_bot.text import clean_markup, split_sentences, topic_query
 from rag_bot.types import Answer, Citation, Mode, Paper, ScoredPaper
 
+log = logging.getLogger(__name__)
+
+RETRIEVED_IN_ANSWER = 10  # ranked papers listed in an answer's `retrieved`
 _COMPARE = re.compile(
     r"\b(compare|comparison|contrast|versus|vs\.?|differ(?:s|ence|ences)?|similarit(?:y|ies)|"
     r"which is better|how does .+ relate to)\b",
@@ -126,138 +133,148 @@ class _Citer:
         return f"[{self._numbers[paper.doc_id]}]"
 
 
+class WriterUnavailable(RuntimeError):
+    """A writer could not write the answer; the message is the one-line reason shown to the user."""
+
+
+class Composer(Protocol):
+    """What the engine needs of an answer writer."""
+
+    @property
+    def name(self) -> str:
+        """"offline", or the model that writes (reported as the answer's `llm`)."""
+        ...
+
+    def write(self, question: str, mode: Mode, sources: Sequence[ScoredPaper], stream: bool) -> Iterator[str | Answer]:
+        """Text deltas of a cited answer from the sources, then the checked `Answer` (its `retrieved` is filled in
+        by the caller); raises `WriterUnavailable` when it cannot."""
+        ...
+
+    def rewrite_question(self, question: str, history: Sequence[tuple[str, str]]) -> str | None:
+        """A follow-up rewritten into a standalone question, or None when the writer cannot."""
+        ...
+
+
+def word_deltas(text: str) -> list[str]:
+    """A whole text as word-sized stream deltas, so every surface handles one kind of answer stream."""
+    return re.findall(r"\S+\s*|\s+", text)
+
+
+def decline(question: str, mode: Mode, ranked: Sequence[ScoredPaper]) -> Answer:
+    """The plain refusal for a question the collection does not answer, naming the nearest topics it covers."""
+    nearest = ", ".join(f"*{clean_markup(p.paper.title)}*" for p in ranked[:3])
+    text = "The collection does not seem to cover this: no abstract in it is a close enough match to " \
+           "answer with a citation."
+    if nearest:
+        text += f" The nearest topics it does cover are {nearest}."
+    return Answer(question=question, mode=mode, answer=text, grounded=False, citations=[], retrieved=[])
+
+
+def retrieved_list(ranked: Sequence[ScoredPaper]) -> list[dict[str, float | str]]:
+    """The ranking as the JSON contract's `retrieved`."""
+    return [{"doc_id": p.paper.doc_id, "score": p.score} for p in ranked[:RETRIEVED_IN_ANSWER]]
+
+
 class PaperSynthesizer(BaseSynthesizer):
-    """The llama-index synthesizer interface over a `compose(question, papers, mode)` that writes a cited
-    `Answer` from ranked papers; the offline and the LLM composers both stand on it."""
+    """The llama-index response synthesizer of the query engine: from the grounded paper nodes, the writer's
+    streamed answer (a `StreamingResponse` whose metadata["answer"] holds the checked `Answer` once the stream
+    is drained), or the refusal when grounding chose no source."""
 
-    def compose(
-        self, question: str, papers: Sequence[ScoredPaper], mode: Mode | None = None, max_papers: int | None = None
-    ) -> Answer:
-        """A cited answer to the question from the ranked papers."""
-        raise NotImplementedError
+    def __init__(self) -> None:
+        # The writers call their model themselves; the base class only needs an LLM for a prompt helper that
+        # they never use, so it gets llama-index's no-op model.
+        super().__init__(llm=MockLLM(), streaming=True)
 
-    def _update_prompts(self, prompts: Any) -> None:
+    @property
+    @abstractmethod
+    def name(self) -> str:
+        """"offline", or the model that writes."""
+
+    @abstractmethod
+    def write(self, question: str, mode: Mode, sources: Sequence[ScoredPaper], stream: bool) -> Iterator[str | Answer]:
+        """See `Composer.write`."""
+
+    def rewrite_question(self, question: str, history: Sequence[tuple[str, str]]) -> str | None:
+        """See `Composer.rewrite_question` (a writer without a model cannot rewrite)."""
         return None
 
-    def get_response(self, query_str: str, text_chunks: Sequence[str], **kwargs: Any) -> str:
-        """Answer from bare text chunks (each treated as one paper)."""
-        papers = [
-            ScoredPaper(paper=Paper(doc_id=f"chunk-{i}", title=f"Source {i + 1}", text=t, source=""),
-                        score=1.0, similarity=1.0)
-            for i, t in enumerate(text_chunks)
-        ]
-        return self.compose(query_str, papers, mode=kwargs.get("mode")).answer
-
-    async def aget_response(self, query_str: str, text_chunks: Sequence[str], **kwargs: Any) -> str:
-        return self.get_response(query_str, text_chunks, **kwargs)
-
     def synthesize(self, query: Any, nodes: list[NodeWithScore], additional_source_nodes: Any = None,
-                   **kwargs: Any) -> Response:
-        """Compose from retrieved paper nodes (as `PaperRetriever` returns them)."""
-        question = query.query_str if isinstance(query, QueryBundle) else str(query)
-        papers = [
-            ScoredPaper(
-                paper=Paper(doc_id=n.node.metadata["doc_id"], title=n.node.metadata.get("title", ""),
-                            text=n.node.get_content(), source=n.node.metadata.get("source", "")),
-                score=n.score or 0.0, similarity=n.node.metadata.get("similarity", n.score or 0.0),
-                named=bool(n.node.metadata.get("named")),
-            )
-            for n in nodes
-        ]
-        answer = self.compose(question, papers, mode=kwargs.get("mode"))
-        cited = {c.doc_id for c in answer.citations}
-        return Response(response=answer.answer, source_nodes=[n for n in nodes if n.node.node_id in cited],
-                        metadata={"answer": answer})
+                   **response_kwargs: Any) -> StreamingResponse:
+        """The answer to a `PaperQuery` from its ranked, grounded nodes."""
+        if not isinstance(query, PaperQuery):
+            raise TypeError("rag-bot writers answer a PaperQuery (the question, its mode and paper limit)")
+        metadata: dict[str, Any] = {}
+        return StreamingResponse(response_gen=self._events(query, nodes, metadata), source_nodes=nodes,
+                                 metadata=metadata)
 
+    def _events(self, query: PaperQuery, nodes: Sequence[NodeWithScore], metadata: dict[str, Any]) -> Iterator[str]:
+        ranked = [scored_paper(n) for n in nodes]
+        sources = marked_sources(nodes)
+        answer: Answer | None = None
+        if not sources:
+            answer = decline(query.question, query.mode, ranked)
+            yield from word_deltas(answer.answer)
+        else:
+            for event in self.write(query.question, query.mode, sources, query.stream):
+                if isinstance(event, Answer):
+                    answer = event
+                else:
+                    yield event
+        if answer is None:
+            raise WriterUnavailable("the writer ended without an answer")
+        answer.retrieved = retrieved_list(ranked)
+        metadata["answer"] = answer
 
-class OfflineComposer(PaperSynthesizer):
-    """Extractive, cited answers in three modes (ask, summary, compare)."""
+    def get_response(self, query_str: str, text_chunks: Sequence[str], **response_kwargs: Any) -> str:
+        """Not used: rag-bot answers from paper nodes (`synthesize`), never from bare text chunks."""
+        raise NotImplementedError("rag-bot writers answer from paper nodes; call synthesize()")
 
-    def __init__(self, embedder: MiniLMEmbedding, settings: Settings) -> None:
-        super().__init__(llm=MockLLM())
-        self.embedder = embedder
-        self.settings = settings
-        self._sentence_cache: dict[tuple[str, int], tuple[list[str], np.ndarray]] = {}
-        self._limit: int | None = None
-
-    def sentence_vectors(self, paper: Paper) -> tuple[list[str], np.ndarray]:
-        """The cleaned sentences of a paper and their embeddings (cached: papers recur across questions)."""
-        key = (paper.doc_id, hash(paper.text))
-        if key not in self._sentence_cache:
-            sentences = split_sentences(clean_markup(paper.text)) or [clean_markup(paper.text)]
-            if len(self._sentence_cache) > 5000:
-                self._sentence_cache.clear()
-            self._sentence_cache[key] = (sentences, self.embedder.embed(sentences))
-        return self._sentence_cache[key]
+    async def aget_response(self, query_str: str, text_chunks: Sequence[str], **response_kwargs: Any) -> str:
+        """Not used (see `get_response`)."""
+        raise NotImplementedError("rag-bot writers answer from paper nodes; call synthesize()")
 
     def _get_prompts(self) -> dict[str, Any]:
         return {}
 
-    # --- composing -----------------------------------------------------------------------------------
-    def evidence(self, question: str, papers: Sequence[ScoredPaper]) -> float:
-        """How well the collection answers the question: the best sentence similarity in the top
-        papers, plus how far the best paper stands out from the next ones (a near miss matches many
-        papers a little; an answerable question matches one paper clearly), plus how many of the
-        question's specific words the top papers contain (a near miss names a concept none holds)."""
-        if not papers:
-            return 0.0
-        sims = sorted((p.similarity for p in papers), reverse=True)
-        margin = sims[0] - float(np.mean(sims[1:5])) if len(sims) > 1 else sims[0]
-        query = np.asarray(self.embedder.get_query_embedding(question))
-        best_sentence = max(float((self.sentence_vectors(p.paper)[1] @ query).max()) for p in papers[:3])
-        coverage = max(p.coverage for p in papers[:3])
-        return (best_sentence + self.settings.refusal_margin_weight * margin
-                + self.settings.refusal_coverage_weight * coverage)
+    def _update_prompts(self, prompts: Any) -> None:
+        return None
 
-    def is_grounded(self, question: str, papers: Sequence[ScoredPaper]) -> bool:
-        """Whether the collection holds something relevant: a named paper or enough evidence."""
-        if not papers:
-            return False
-        return papers[0].named or self.evidence(question, papers) >= self.settings.refusal_threshold
 
-    def relevant(self, papers: Sequence[ScoredPaper], margin: float, limit: int) -> list[ScoredPaper]:
-        """Papers close enough to the best match to be worth citing."""
-        if not papers:
-            return []
-        best = max(p.similarity for p in papers)
-        floor = max(self.settings.min_score, best - margin)
-        keep = [p for p in papers if p.named or p.similarity >= floor]
-        return keep[:limit]
+class OfflineComposer(PaperSynthesizer):
+    """Extractive, cited answers in three modes (ask, summary, compare), written without a model."""
 
-    def compose(
-        self, question: str, papers: Sequence[ScoredPaper], mode: Mode | None = None, max_papers: int | None = None
-    ) -> Answer:
-        """A cited answer to the question from the ranked papers (citing at most `max_papers`)."""
-        mode = mode or detect_mode(question)
-        self._limit = max_papers
-        retrieved: list[dict[str, float | str]] = [
-            {"doc_id": p.paper.doc_id, "score": p.score} for p in papers[:10]
-        ]
-        if not self.is_grounded(question, papers):
-            return Answer(question=question, mode=mode, answer=self._refusal(papers), grounded=False,
-                          citations=[], retrieved=retrieved)
+    def __init__(self, sentences: SentenceIndex, settings: Settings) -> None:
+        super().__init__()
+        self.sentences = sentences
+        self.settings = settings
+
+    @property
+    def name(self) -> str:
+        """Always "offline"."""
+        return "offline"
+
+    def write(self, question: str, mode: Mode, sources: Sequence[ScoredPaper], stream: bool) -> Iterator[str | Answer]:
+        """The whole answer at once, streamed in word-sized deltas (`stream` changes nothing here)."""
+        answer = self.compose(question, mode, sources)
+        yield from word_deltas(answer.answer)
+        yield answer
+
+    def compose(self, question: str, mode: Mode, sources: Sequence[ScoredPaper]) -> Answer:
+        """A cited answer from the sources (at least one)."""
         citer = _Citer()
         if mode == "compare":
-            text = self._compare(question, papers, citer)
+            text = self._compare(question, sources, citer)
         elif mode == "summary":
-            text = self._summary(question, papers, citer)
+            text = self._summary(question, sources, citer)
         else:
-            text = self._ask(question, papers, citer)
+            text = self._ask(question, sources, citer)
         return Answer(question=question, mode=mode, answer=text, grounded=True, citations=citer.citations,
-                      retrieved=retrieved)
-
-    def _refusal(self, papers: Sequence[ScoredPaper]) -> str:
-        nearest = ", ".join(f"*{clean_markup(p.paper.title)}*" for p in papers[:3])
-        text = "The collection does not seem to cover this: no abstract in it is a close enough match to " \
-               "answer with a citation."
-        if nearest:
-            text += f" The nearest topics it does cover are {nearest}."
-        return text
+                      retrieved=[])
 
     def _scored_sentences(self, question: str, papers: Sequence[ScoredPaper]) -> list[list[tuple[float, str]]]:
         """For each paper, its sentences with their relevance to the question (best first)."""
-        query = np.asarray(self.embedder.get_query_embedding(topic_query(question)))
-        pairs = [self.sentence_vectors(p.paper) for p in papers]
+        query = self.sentences.query_vector(topic_query(question))
+        pairs = [self.sentences.of(p.paper) for p in papers]
         sentences = [group for group, _ in pairs]
         sims = np.concatenate([vectors @ query for _, vectors in pairs])
         q_terms = _terms(topic_query(question))
@@ -280,7 +297,7 @@ class OfflineComposer(PaperSynthesizer):
         return out
 
     def _ask(self, question: str, papers: Sequence[ScoredPaper], citer: _Citer) -> str:
-        chosen = self.relevant(papers, margin=0.08, limit=self._limit or 4)
+        chosen = papers
         scored = self._scored_sentences(question, chosen)
         lead_paper, lead = chosen[0], scored[0]
         parts = []
@@ -311,7 +328,7 @@ class OfflineComposer(PaperSynthesizer):
         return "\n\n".join(parts)
 
     def _summary(self, question: str, papers: Sequence[ScoredPaper], citer: _Citer) -> str:
-        chosen = self.relevant(papers, margin=0.15, limit=self._limit or self.settings.answer_papers)
+        chosen = papers
         scored = self._scored_sentences(question, chosen)
         lines: dict[str, str] = {}
         for paper, sentences in zip(chosen, scored):
@@ -335,7 +352,7 @@ class OfflineComposer(PaperSynthesizer):
         """Papers grouped by similarity of their abstracts, each group labelled by its shared terms."""
         if len(papers) <= 2:
             return [(self._label(question, papers, papers), list(papers))]
-        vectors = np.stack([self.sentence_vectors(p.paper)[1].mean(axis=0) for p in papers])
+        vectors = np.stack([self.sentences.of(p.paper)[1].mean(axis=0) for p in papers])
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         sims = vectors @ vectors.T
         groups: list[list[int]] = [[i] for i in range(len(papers))]
@@ -390,9 +407,9 @@ class OfflineComposer(PaperSynthesizer):
         # ("speculative decoding"), rather than a frequent but empty word ("consistently").
         need = min(2, len(members))
         candidates = [k for k, c in inside.most_common() if c >= need][:40] or [k for k, _ in inside.most_common(40)]
-        centroid = np.mean([self.sentence_vectors(p.paper)[1].mean(axis=0) for p in members], axis=0)
+        centroid = np.mean([self.sentences.of(p.paper)[1].mean(axis=0) for p in members], axis=0)
         centroid /= max(float(np.linalg.norm(centroid)), 1e-9)
-        vectors = self.embedder.embed([surface[k] for k in candidates])
+        vectors = self.sentences.embedder.embed([surface[k] for k in candidates])
         question_terms = {w.lower().rstrip("s") for w in _LABEL_WORD.findall(question)}
         scores = [
             float(v @ centroid) + 0.04 * inside[k] + (0.05 if " " in k else 0.0) - (0.1 if k in question_terms else 0.0)
@@ -403,9 +420,7 @@ class OfflineComposer(PaperSynthesizer):
 
     def _compare(self, question: str, papers: Sequence[ScoredPaper], citer: _Citer) -> str:
         named = [p for p in papers if p.named]
-        chosen = (named + [p for p in self.relevant(papers, 0.15, 4) if not p.named])[:max(2, len(named))]
-        if len(chosen) < 2:
-            chosen = list(papers[:2])
+        chosen = papers
         scored = self._scored_sentences(question, chosen)
         header = "| | " + " | ".join(f"**{_cell(clean_markup(p.paper.title))}**" for p in chosen) + " |"
         rows = [header, "|---" * (len(chosen) + 1) + "|"]

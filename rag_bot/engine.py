@@ -1,68 +1,122 @@
-"""The engine every surface calls: ingest files, answer a question (retrieve -> compose), report stats."""
+"""The engine every surface calls: ingest files, answer a question, report stats.
+
+A question runs through one llama-index query engine, in stages that never call back up:
+retrieve (`PaperRetriever`: question -> ranked paper nodes) -> ground (`GroundingPostprocessor`: grounded or not,
+which papers become sources) -> compose (the writer, a `PaperSynthesizer`: sources -> streamed text and a checked
+`Answer`). The engine is built from parts passed in, with defaults from `Settings`; when an LLM writer cannot
+answer, the engine has the offline writer answer from the same grounded nodes.
+"""
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from llama_index.core.query_engine import RetrieverQueryEngine
+
+from rag_bot.compose import OfflineComposer, PaperSynthesizer, WriterUnavailable, detect_mode
 from rag_bot.corpus import ReadResult, read_paths
 from rag_bot.errors import EmptyQuestionError, NoIndexError
+from rag_bot.ground import Grounding, GroundingPostprocessor, ground
 from rag_bot.index import IngestReport, PaperIndex, store_label
+from rag_bot.nodes import PaperQuery, scored_paper
+from rag_bot.retrieve import PaperRetriever
+from rag_bot.sentences import SentenceIndex
 from rag_bot.settings import Settings
-from rag_bot.types import Answer, Mode, Paper, ScoredPaper, Turn, final_answer
+from rag_bot.types import Answer, Mode, Paper, Turn, final_answer
+
+log = logging.getLogger(__name__)
 
 _FOLLOW_UP = re.compile(
     r"^(?:and|but|also|what about|how about|which of (?:them|these|those)|do any|does any|of these|"
     r"among (?:them|these))\b|\b(?:they|them|these|those|it|its|their|each of)\b",
     re.IGNORECASE,
 )
+REWRITE_TURNS = 3  # earlier turns the model sees when it rewrites a follow-up
+
+
+def default_writer(settings: Settings, sentences: SentenceIndex) -> PaperSynthesizer:
+    """The writer the settings ask for: an LLM when `llm` (or `auto` with a key or base URL) says so."""
+    from rag_bot.llm import LLMComposer, uses_llm
+
+    return LLMComposer(sentences, settings) if uses_llm(settings) else OfflineComposer(sentences, settings)
 
 
 class Engine:
-    """One object behind the CLI, the chat and the tests: the index, the retriever and the composer."""
+    """One object behind the CLI, the chat and the tests: index, retriever, grounding and writers."""
 
-    def __init__(self, settings: Settings | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        index: PaperIndex | None = None,
+        retriever: PaperRetriever | None = None,
+        writer: PaperSynthesizer | None = None,
+        fallback: PaperSynthesizer | None = None,
+        sentences: SentenceIndex | None = None,
+    ) -> None:
         self.settings = settings or Settings()
-        self.index = PaperIndex(self.settings)
-        self._retriever: Any = None
-        self._composer: Any = None
+        self.index = index or PaperIndex(self.settings)
+        self._retriever = retriever
+        self._writer = writer
+        self._fallback = fallback
+        self._sentences = sentences
+        self._query_engine: RetrieverQueryEngine | None = None
+
+    # --- parts (built on first use: opening the store for stats needs no model) ----------------------------
+    @property
+    def sentences(self) -> SentenceIndex:
+        """The shared sentence index (grounding, the offline writer, quotes)."""
+        if self._sentences is None:
+            self._sentences = SentenceIndex(self.index.embedder)
+        return self._sentences
 
     @property
-    def retriever(self) -> Any:
-        """The paper retriever, built on first use (it reads the collection for BM25 and names)."""
+    def retriever(self) -> PaperRetriever:
+        """The paper retriever (it reads the collection for BM25 and names when built)."""
         if self._retriever is None:
-            from rag_bot.retrieve import PaperRetriever
-
             self._retriever = PaperRetriever(self.index, self.settings)
         return self._retriever
 
     @property
-    def composer(self) -> Any:
-        """The answer writer: an LLM (`LLMComposer`) when settings.llm asks for one, else the offline composer."""
-        if self._composer is None:
-            from rag_bot.compose import OfflineComposer
-            from rag_bot.llm import LLMComposer, uses_llm
+    def writer(self) -> PaperSynthesizer:
+        """The answer writer: an LLM when the settings ask for one, else the offline writer."""
+        if self._writer is None:
+            self._writer = default_writer(self.settings, self.sentences)
+        return self._writer
 
-            offline = OfflineComposer(self.index.embedder, self.settings)
-            self._composer = LLMComposer(offline, self.settings) if uses_llm(self.settings) else offline
-        return self._composer
+    @property
+    def fallback(self) -> PaperSynthesizer:
+        """The writer that answers when the main one cannot (the offline writer)."""
+        if self._fallback is None:
+            self._fallback = self.writer if isinstance(self.writer, OfflineComposer) \
+                else OfflineComposer(self.sentences, self.settings)
+        return self._fallback
+
+    @property
+    def query_engine(self) -> RetrieverQueryEngine:
+        """The llama-index query engine: retriever -> grounding postprocessor -> writer."""
+        if self._query_engine is None:
+            self._query_engine = RetrieverQueryEngine(
+                retriever=self.retriever,
+                response_synthesizer=self.writer,
+                node_postprocessors=[GroundingPostprocessor(sentences=self.sentences, settings=self.settings)],
+            )
+        return self._query_engine
 
     @property
     def papers(self) -> dict[str, Paper]:
         """The collection, by doc_id (as the retriever holds it; refreshed by every ingest)."""
-        papers: dict[str, Paper] = self.retriever.papers
-        return papers
+        return self.retriever.papers
 
     @property
     def writer_name(self) -> str:
         """Who writes the answers: "offline" or the model's name."""
-        from rag_bot.llm import LLMComposer
-
-        composer = self.composer
-        return composer.model_name if isinstance(composer, LLMComposer) else "offline"
+        return self.writer.name
 
     def require_index(self) -> None:
         """Raise `NoIndexError` with the fix when nothing is indexed."""
@@ -71,6 +125,7 @@ class Engine:
                 f"No papers are indexed yet in the {store_label(self.settings)}: run `rag-bot ingest` first."
             )
 
+    # --- ingest ---------------------------------------------------------------------------------------------
     def ingest(
         self,
         paths: Iterable[Path],
@@ -84,12 +139,15 @@ class Engine:
             on_read(result)
         if prune and result.problems:
             # Pruning after a partial read would drop the papers of the files that failed to read.
+            log.warning("--prune skipped: %d problems while reading", len(result.problems))
             prune = False
         report = self.index.ingest(result.papers, prune=prune, progress=progress)
+        log.info("ingested %d files: %s", result.files, report)
         if self._retriever is not None:
             self._retriever.reload()
         return report, result
 
+    # --- questions ------------------------------------------------------------------------------------------
     def ask(
         self,
         question: str,
@@ -110,8 +168,36 @@ class Engine:
         """Text deltas of the answer as it is written, then the final (citation-checked) `Answer`.
 
         With an LLM the deltas are its tokens, already citation-checked; the final `Answer` is authoritative (if the
-        model fails mid-answer, it is the offline composer's answer, with a notice)."""
+        model fails mid-answer, it is the offline writer's answer, with a notice)."""
         yield from self._answer(question, mode, history, max_papers, stream=True)
+
+    def query(self, question: str, mode: Mode | None = None, history: Sequence[Turn] | None = None,
+              max_papers: int | None = None, stream: bool = False) -> PaperQuery:
+        """The question as the query engine takes it: what to search with, what to answer, in which mode."""
+        question = " ".join((question or "").split())
+        if not question:
+            raise EmptyQuestionError("the question is empty")
+        history = list(history or [])
+        rewritten = self.rewrite_question(question, history) if history else None
+        previous = history[-1] if history else None
+        return PaperQuery(
+            query_str=rewritten or self.standalone_question(question, history),
+            question=rewritten or question,
+            # The mode follows what the user typed, not the rewrite.
+            mode=mode or detect_mode(question),
+            max_papers=max_papers,
+            stream=stream,
+            carry_over=tuple(c.doc_id for c in previous.answer.citations) if previous and previous.answer else (),
+            carry_over_question=previous.question if previous else "",
+        )
+
+    def ground(self, question: str, mode: Mode | None = None) -> Grounding:
+        """Retrieval and grounding without writing: the evidence score and sources (for calibration)."""
+        self.require_index()
+        query = self.query(question, mode)
+        papers = [scored_paper(n) for n in self.retriever.retrieve(query)]
+        return ground(self.sentences.query_vector(query.question), papers, query.mode,
+                      lambda paper: self.sentences.of(paper)[1], self.settings, query.max_papers)
 
     def _answer(
         self,
@@ -121,55 +207,45 @@ class Engine:
         max_papers: int | None,
         stream: bool,
     ) -> Iterator[str | Answer]:
-        question = " ".join((question or "").split())
-        if not question:
-            raise EmptyQuestionError("the question is empty")
-        self.require_index()
         start = time.perf_counter()
-        composer = self.composer
-        rewritten = self.rewrite_question(question, history) if history else None
-        search = rewritten or self.standalone_question(question, history or [])
-        papers = self.retriever.retrieve_papers(search)
-        if history:
-            papers = self._carry_over(papers, history)
+        query = self.query(question, mode, history, max_papers, stream)
+        self.require_index()
+        log.debug("question %r (mode %s)", query.question, query.mode)
+        nodes = self.query_engine.retrieve(query)  # retrieve, then ground
         retrieved = time.perf_counter()
-        answer: Answer | None = None
-        if hasattr(composer, "compose_stream"):
-            from rag_bot.compose import detect_mode
-
-            # The model is asked the standalone question; the mode follows what the user typed.
-            mode = mode or detect_mode(question)
-            events = composer.compose_stream(rewritten or question, papers, mode=mode, max_papers=max_papers) \
-                if stream else iter([composer.compose(rewritten or question, papers, mode=mode, max_papers=max_papers)])
-            for event in events:
-                if isinstance(event, Answer):
-                    answer = event
-                else:
-                    yield event
-            assert answer is not None
-            answer.question = question
-        else:
-            answer = composer.compose(question, papers, mode=mode, max_papers=max_papers)
-            # The offline composer writes the whole answer at once; it is streamed in word-sized deltas
-            # so that every surface handles one kind of answer stream.
-            yield from re.findall(r"\S+\s*|\s+", answer.answer)
+        try:
+            answer = yield from self._drain(self.query_engine.synthesize(query, nodes))
+        except WriterUnavailable as exc:
+            log.warning("%s could not answer (%s); the offline writer answers instead", self.writer_name, exc,
+                        exc_info=exc.__cause__ is not None)
+            answer = yield from self._drain(self.fallback.synthesize(query, nodes))
+            answer.notice = f"The language model ({self.writer_name}) could not answer: {exc}. " \
+                            f"This answer is from the offline composer."
         done = time.perf_counter()
+        answer.question = " ".join(question.split())
         answer.timings_ms = {
             "retrieve": round((retrieved - start) * 1000, 1),
             "compose": round((done - retrieved) * 1000, 1),
             "total": round((done - start) * 1000, 1),
         }
+        log.info("answered (%s, %s, %d citations) in %.0f ms", answer.mode, "grounded" if answer.grounded else
+                 "declined", len(answer.citations), answer.timings_ms["total"])
         yield answer
+
+    @staticmethod
+    def _drain(response: Any) -> Iterator[str]:
+        """Yield a synthesizer's text deltas; return its checked `Answer`."""
+        yield from response.response_gen
+        answer: Answer = response.metadata["answer"]
+        return answer  # type: ignore[return-value]
 
     def rewrite_question(self, question: str, history: Sequence[Turn]) -> str | None:
         """With an LLM, the question rewritten into a standalone one from the conversation (llama-index's
-        condense-question step); None with the offline composer or when the model cannot."""
-        composer = self.composer
-        if not history or not hasattr(composer, "rewrite_question"):
+        condense-question step); None with the offline writer or when the model cannot."""
+        if not history:
             return None
-        turns = [(t.question, t.answer.answer if t.answer else "") for t in history[-3:]]
-        rewritten: str | None = composer.rewrite_question(question, turns)
-        return rewritten
+        turns = [(t.question, t.answer.answer if t.answer else "") for t in history[-REWRITE_TURNS:]]
+        return self.writer.rewrite_question(question, turns)
 
     def standalone_question(self, question: str, history: Sequence[Turn]) -> str:
         """The question to retrieve with: a follow-up ("and which of them is fastest?") gets the terms of
@@ -177,18 +253,6 @@ class Engine:
         if not history or not _FOLLOW_UP.search(question):
             return question
         return f"{history[-1].question} {question}"
-
-    def _carry_over(self, papers: list[ScoredPaper], history: Sequence[Turn]) -> list[ScoredPaper]:
-        """Papers cited in the previous turn stay candidates for a follow-up question."""
-        previous = [c.doc_id for c in history[-1].answer.citations] if history[-1].answer else []
-        have = {p.paper.doc_id for p in papers}
-        extra = [d for d in previous if d not in have and d in self.retriever.papers]
-        if not extra:
-            return papers
-        sims = self.retriever.similarities(history[-1].question, extra)
-        return papers + [
-            ScoredPaper(paper=self.retriever.papers[d], score=0.0, similarity=sims.get(d, 0.0)) for d in extra
-        ]
 
     def stats(self) -> dict[str, Any]:
         """Size and location of the index."""

@@ -1,12 +1,14 @@
-"""Retrieval: a question -> papers ranked best first.
+"""Retrieval: a question -> papers ranked best first. It knows nothing of answers.
 
-Dense chunk retrieval (llama-index over Chroma) and BM25 (bm25s) over whole abstracts are fused by
-weighted reciprocal rank; chunks are aggregated to their paper (max); papers the question names
-("CorrSteer", "Quartet 2") are found through their aliases and put first.
+Dense search over the chunk and whole-abstract vectors in Chroma and BM25 (bm25s) over whole abstracts are
+fused by weighted reciprocal rank; chunks are aggregated to their paper (max); papers the question names
+("CorrSteer", "Quartet 2") are found through their aliases and put first. `PaperRetriever` is the llama-index
+retriever of the query engine: one node per paper (rag_bot/nodes.py).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from dataclasses import dataclass, field
@@ -14,12 +16,15 @@ from typing import Any
 
 import numpy as np
 from llama_index.core.retrievers import BaseRetriever
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from rag_bot.index import PaperIndex
+from rag_bot.nodes import PaperQuery, paper_node
 from rag_bot.settings import Settings
 from rag_bot.text import clean_markup, normalize_name, topic_query
 from rag_bot.types import Paper, ScoredPaper
+
+log = logging.getLogger(__name__)
 
 RRF_K = 60
 LONG_QUESTION_WORDS = 25
@@ -86,11 +91,6 @@ def _is_distinctive(alias: str) -> bool:
     return bool(re.search(r"[a-z][A-Z]|[a-z]-?[A-Z0-9]|[A-Z][a-z]+\s+(?:[IVX]+|\d)", alias))
 
 
-def _cosine_from_chroma(score: float | None) -> float:
-    # llama-index's ChromaVectorStore reports exp(-distance); with a cosine space distance = 1 - cos.
-    return 1.0 + math.log(max(score or 1e-9, 1e-9))
-
-
 class PaperRetriever(BaseRetriever):
     """llama-index retriever whose nodes are whole papers, ranked by fused dense + BM25 evidence."""
 
@@ -105,28 +105,34 @@ class PaperRetriever(BaseRetriever):
         self.reload()
 
     def reload(self) -> None:
-        """Re-read the collection (after an ingest) for BM25 and the alias table."""
+        """Re-read the collection (after an ingest) for BM25, the word statistics and the alias table.
+
+        The lexical side is built in every retrieval mode: grounding's word coverage needs it even when only
+        the dense ranking is used (docs/eval.md)."""
         papers = self.index.all_papers()
         self._papers = {p.doc_id: p for p in papers}
         self._ids = [p.doc_id for p in papers]
+        self._chunks = self.index.chunk_count()
         self.names = NameIndex.build(papers)
         self._bm25 = None
-        if papers and self.settings.retrieval != "dense":
-            import bm25s
-            import Stemmer
+        self._doc_terms: dict[str, set[str]] = {}
+        self._df: dict[str, int] = {}
+        if not papers:
+            return
+        import bm25s
+        import Stemmer
 
-            self._stemmer = Stemmer.Stemmer("english")
-            corpus = [f"{p.title} {' '.join(p.aliases)} {clean_markup(p.text)}" for p in papers]
-            tokens = bm25s.tokenize(corpus, stopwords="en", stemmer=self._stemmer, show_progress=False)
-            self._bm25 = bm25s.BM25()
-            self._bm25.index(tokens, show_progress=False)
-            vocab = {i: w for w, i in tokens.vocab.items()}
-            self._doc_terms = {d: {vocab[t] for t in ids} for d, ids in zip(self._ids, tokens.ids)}
-            df: dict[str, int] = {}
-            for terms in self._doc_terms.values():
-                for term in terms:
-                    df[term] = df.get(term, 0) + 1
-            self._df = df
+        self._stemmer = Stemmer.Stemmer("english")
+        corpus = [f"{p.title} {' '.join(p.aliases)} {clean_markup(p.text)}" for p in papers]
+        tokens = bm25s.tokenize(corpus, stopwords="en", stemmer=self._stemmer, show_progress=False)
+        self._bm25 = bm25s.BM25()
+        self._bm25.index(tokens, show_progress=False)
+        vocab = {i: w for w, i in tokens.vocab.items()}
+        self._doc_terms = {d: {vocab[t] for t in ids} for d, ids in zip(self._ids, tokens.ids)}
+        for terms in self._doc_terms.values():
+            for term in terms:
+                self._df[term] = self._df.get(term, 0) + 1
+        log.info("retriever loaded %d papers (%d chunks)", len(papers), self._chunks)
 
     @property
     def papers(self) -> dict[str, Paper]:
@@ -134,17 +140,19 @@ class PaperRetriever(BaseRetriever):
         return self._papers
 
     def _dense(self, question: str, k: int, embedding: list[float] | None = None) -> dict[str, float]:
+        """Best cosine similarity per paper, over its chunks and its whole-abstract vector (Chroma's cosine
+        space reports distance = 1 - cosine)."""
         embedding = embedding or self.index.embedder.get_query_embedding(question)
-        bundle = QueryBundle(query_str=question, embedding=embedding)
-        retriever = self.index.llama_index.as_retriever(similarity_top_k=k)
         best: dict[str, float] = {}
-        for hit in retriever.retrieve(bundle):
-            doc_id = hit.node.metadata.get("doc_id", "")
-            best[doc_id] = max(best.get(doc_id, -1.0), _cosine_from_chroma(hit.score))
-        # Whole-abstract vectors catch papers whose evidence is spread over several chunks.
-        got = self.index.papers.query(query_embeddings=[embedding], n_results=min(k, len(self._ids)))
-        for doc_id, distance in zip(got["ids"][0], got["distances"][0]):  # type: ignore[index]
-            best[doc_id] = max(best.get(doc_id, -1.0), 1.0 - float(distance))
+        for collection, size, key in ((self.index.chunks, self._chunks, "doc_id"), (self.index.papers, len(self._ids), None)):
+            if not size:
+                continue
+            got = collection.query(query_embeddings=[embedding], n_results=min(k, size),
+                                   include=["metadatas", "distances"])
+            metadatas = (got["metadatas"] or [[]])[0]
+            for record_id, meta, distance in zip(got["ids"][0], metadatas, (got["distances"] or [[]])[0]):
+                doc_id = str((meta or {}).get(key, "")) if key else record_id
+                best[doc_id] = max(best.get(doc_id, -1.0), 1.0 - float(distance))
         return best
 
     def _stems(self, text: str) -> list[str]:
@@ -175,7 +183,7 @@ class PaperRetriever(BaseRetriever):
         dense = self._dense(topic, k, embedding=query.tolist())
         counts: dict[str, int] = {}
         for doc_id in top[: FEEDBACK_PAPERS // 2]:
-            for term in getattr(self, "_doc_terms", {}).get(doc_id, ()):
+            for term in self._doc_terms.get(doc_id, ()):
                 counts[term] = counts.get(term, 0) + 1
         n = len(self._ids)
         ranked_terms = sorted(counts, key=lambda t: -counts[t] * math.log((n + 1) / (self._df.get(t, 0) + 0.5)))
@@ -190,7 +198,7 @@ class PaperRetriever(BaseRetriever):
 
     def question_weights(self, question: str) -> dict[str, float]:
         """IDF weights of the question's content words (stemmed), for `coverage`."""
-        if not getattr(self, "_doc_terms", None):
+        if not self._doc_terms:
             return {}
         n = len(self._ids)
         return {t: math.log((n + 1) / (self._df.get(t, 0) + 0.5)) for t in set(self._stems(topic_query(question)))
@@ -198,7 +206,7 @@ class PaperRetriever(BaseRetriever):
 
     def coverage(self, question: str, doc_id: str, weights: dict[str, float] | None = None) -> float:
         """IDF-weighted share of the question's content words that occur in the paper (lexical evidence)."""
-        terms = getattr(self, "_doc_terms", {}).get(doc_id)
+        terms = self._doc_terms.get(doc_id)
         if not terms:
             return 0.0
         weights = self.question_weights(question) if weights is None else weights
@@ -239,15 +247,11 @@ class PaperRetriever(BaseRetriever):
         ]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return [
-            NodeWithScore(
-                node=TextNode(
-                    id_=sp.paper.doc_id,
-                    text=sp.paper.text,
-                    metadata={"doc_id": sp.paper.doc_id, "title": sp.paper.title, "source": sp.paper.source,
-                              "similarity": sp.similarity, "named": sp.named},
-                ),
-                score=sp.score,
-            )
-            for sp in self.retrieve_papers(query_bundle.query_str)
-        ]
+        """The query engine's retrieval: ranked papers as nodes, plus the previous turn's papers for a follow-up."""
+        papers = self.retrieve_papers(query_bundle.query_str)
+        if isinstance(query_bundle, PaperQuery) and query_bundle.carry_over:
+            have = {p.paper.doc_id for p in papers}
+            extra = [d for d in query_bundle.carry_over if d not in have and d in self._papers]
+            sims = self.similarities(query_bundle.carry_over_question, extra) if extra else {}
+            papers += [ScoredPaper(paper=self._papers[d], score=0.0, similarity=sims.get(d, 0.0)) for d in extra]
+        return [paper_node(p) for p in papers]

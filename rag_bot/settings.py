@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -73,7 +73,10 @@ class Settings(BaseSettings):
     )
     llm_model: str = Field("gpt-4o-mini", description="Chat model that writes answers (RAG_BOT_LLM_MODEL).")
     llm_timeout: float = Field(30.0, description="Seconds to wait for one LLM request.")
-    llm_retries: int = Field(2, description="Retries of a timed-out, 429 or 5xx LLM request (with backoff).")
+    llm_retries: int = Field(
+        2, ge=0, description="Retries of a timed-out, 429 or 5xx LLM request, done by the openai client (backoff, "
+        "Retry-After)."
+    )
     llm_temperature: float = Field(0.1, description="Sampling temperature of the LLM.")
     llm_max_tokens: int = Field(700, description="Most tokens an LLM answer may have.")
     gguf: Path | None = Field(None, description="GGUF model file served by llama.cpp when RAG_BOT_LLM=local.")
@@ -85,6 +88,16 @@ class Settings(BaseSettings):
         None, description="user:password (or a file of such lines) to require a login for the chat."
     )
     max_upload_mb: int = Field(20, description="Largest corpus file the chat accepts for upload, in MB.")
+
+    # --- operation --------------------------------------------------------------------------------
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        "WARNING", description="Least level logged to stderr (RAG_BOT_LOG_LEVEL); question text only at DEBUG."
+    )
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value
 
 
 def get_settings(**overrides: object) -> Settings:

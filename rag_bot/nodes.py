@@ -1,0 +1,58 @@
+"""How rag-bot's types travel through llama-index: the question as a `PaperQuery` bundle, papers as nodes.
+
+The retriever returns one `NodeWithScore` per paper; the grounding postprocessor marks the ones that become
+sources (`source_rank`); the answer writers read them back as `ScoredPaper`s. Keeping the conversion here means
+no stage needs to know another's internals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+from rag_bot.types import Mode, ScoredPaper
+
+# Node metadata keys (the paper itself rides along under PAPER; none of it is embedded or shown to a model).
+PAPER = "paper"
+SOURCE_RANK = "source_rank"
+_SCORES = ("similarity", "named", "coverage")
+
+
+@dataclass
+class PaperQuery(QueryBundle):
+    """A question as the query engine sees it: `query_str` is what retrieval searches with; `question` is what
+    the answer addresses (the user's question, or its standalone rewrite after an earlier turn)."""
+
+    question: str = ""
+    mode: Mode = "ask"
+    max_papers: int | None = None
+    stream: bool = False
+    carry_over: tuple[str, ...] = ()  # papers cited in the previous turn, kept as candidates of a follow-up
+    carry_over_question: str = ""  # the previous question, which their similarity is measured against
+
+
+def paper_node(scored: ScoredPaper) -> NodeWithScore:
+    """A ranked paper as a llama-index node (score = the fused ranking score)."""
+    keys = [PAPER, *_SCORES]
+    node = TextNode(
+        id_=scored.paper.doc_id,
+        text=scored.paper.text,
+        metadata={PAPER: scored.paper, **{k: getattr(scored, k) for k in _SCORES}},
+        excluded_embed_metadata_keys=keys,
+        excluded_llm_metadata_keys=keys,
+    )
+    return NodeWithScore(node=node, score=scored.score)
+
+
+def scored_paper(node: NodeWithScore) -> ScoredPaper:
+    """The `ScoredPaper` a node was made from."""
+    meta = node.node.metadata
+    return ScoredPaper(paper=meta[PAPER], score=node.score or 0.0, **{k: meta[k] for k in _SCORES})
+
+
+def marked_sources(nodes: Sequence[NodeWithScore]) -> list[ScoredPaper]:
+    """The papers the grounding stage chose as sources, in its order (empty when it declined)."""
+    chosen = [n for n in nodes if n.node.metadata.get(SOURCE_RANK) is not None]
+    return [scored_paper(n) for n in sorted(chosen, key=lambda n: n.node.metadata[SOURCE_RANK])]
