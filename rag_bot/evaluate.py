@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from rag_bot import metrics
 from rag_bot.engine import Engine
 from rag_bot.types import Answer, Mode
 
@@ -52,7 +53,9 @@ def citation_integrity(answer: Answer) -> bool:
 
 def evaluate(engine: Engine, questions: list[Question]) -> dict[str, Any]:
     """Metrics of the engine on a question set."""
-    ranks: list[int | None] = []
+    at_1: list[float] = []
+    at_5: list[float] = []
+    rr_10: list[float] = []
     set_recall: list[float] = []
     refusals_ok: list[bool] = []
     false_refusals: list[bool] = []
@@ -73,11 +76,13 @@ def evaluate(engine: Engine, questions: list[Question]) -> dict[str, Any]:
         else:
             false_refusals.append(not answer.grounded)
         if q.kind in ("single", "fact"):
-            rank = ranking.index(q.expected[0]) + 1 if q.expected[0] in ranking else None
-            ranks.append(rank)
-            row["rank"] = rank
+            target = q.expected[:1]  # the one paper the question is about
+            at_1.append(metrics.success_at_k(ranking, target, 1))
+            at_5.append(metrics.success_at_k(ranking, target, 5))
+            rr_10.append(metrics.reciprocal_rank(ranking, target, 10))
+            row["rank"] = ranking.index(q.expected[0]) + 1 if q.expected[0] in ranking else None
         if q.kind in ("summary", "compare"):
-            recall = len(set(q.expected) & set(cited)) / len(q.expected)
+            recall = metrics.recall_at_k(cited, q.expected)
             set_recall.append(recall)
             row["recall"] = recall
         if q.kind == "fact" and q.fact:
@@ -86,14 +91,15 @@ def evaluate(engine: Engine, questions: list[Question]) -> dict[str, Any]:
             row["fact_ok"] = ok
         rows.append(row)
 
-    def mean(values: list[Any]) -> float | None:
-        return round(float(np.mean(values)), 3) if values else None
+    def mean(values: list[float] | list[bool]) -> float | None:
+        value = metrics.mean(values)
+        return None if value is None else round(value, 3)
 
     return {
         "questions": len(questions),
-        "R@1": mean([r is not None and r <= 1 for r in ranks]),
-        "R@5": mean([r is not None and r <= 5 for r in ranks]),
-        "MRR@10": mean([1.0 / r if r is not None and r <= 10 else 0.0 for r in ranks]),
+        "R@1": mean(at_1),
+        "R@5": mean(at_5),
+        "MRR@10": mean(rr_10),
         "summary/compare recall": mean(set_recall),
         "refusal accuracy": mean(refusals_ok),
         "false refusals": mean(false_refusals),
