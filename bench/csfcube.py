@@ -16,6 +16,7 @@ import argparse
 import gzip
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -37,7 +38,7 @@ DEFAULT_OUT = REPO / "docs" / "csfcube.md"
 CUTOFF = 20
 MODES = ("dense", "bm25", "hybrid")
 INGEST_LOG = "bench_csfcube_ingest.json"
-REMOVED_MARKER = "def run_ideas("  # the finished long-query experiment, now only in git history
+REMOVED = r"^def run_ideas\("  # the finished long-query experiment, now only in git history
 
 
 # --- data ------------------------------------------------------------------------------------------------
@@ -175,10 +176,10 @@ def git(*args: str) -> str:
 def removed_experiment() -> tuple[str, str]:
     """(commit that removed the long-query experiment or '', last commit whose bench/csfcube.py had it)."""
     path = "bench/csfcube.py"
-    changed = git("log", "-1", "--format=%h", "-S", REMOVED_MARKER, "--", path)
+    changed = git("log", "-1", "--format=%h", "-G", REMOVED, "--", path)
     if not changed:
         return "", ""
-    if REMOVED_MARKER in git("show", f"{changed}:{path}"):  # removal not committed yet
+    if re.search(REMOVED, git("show", f"{changed}:{path}"), re.MULTILINE):  # removal not committed yet
         return "", git("log", "-1", "--format=%h", "--", path)
     return changed, git("log", "-1", "--format=%h", f"{changed}^", "--", path)
 
