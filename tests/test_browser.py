@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
 from tests.test_ui import copy_store, running_server
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync"]
-SCREENSHOT = ROOT / "docs" / "screenshot.png"
+# `make screenshot` sets this to docs/screenshot.png; otherwise the screenshot stays in the test's tmp_path.
+SCREENSHOT_ENV = "RAG_BOT_SCREENSHOT"
 
 pytestmark = [
     pytest.mark.slow,
@@ -74,7 +75,7 @@ def last_bot_text(page) -> str:
     return str(page.locator("#chat .message.bot, #chat [data-testid='bot']").last.inner_text())
 
 
-def test_ask_streams_a_cited_answer_and_the_marker_opens_its_card(page):
+def test_ask_streams_a_cited_answer_and_the_marker_opens_its_card(page, tmp_path):
     page.evaluate(WATCH_STREAM)
     first = ask(page, "what does CorrSteer gain on HarmBench?")
     page.wait_for_selector("#sources #src-1-1", timeout=30000)
@@ -91,8 +92,10 @@ def test_ask_streams_a_cited_answer_and_the_marker_opens_its_card(page):
     page.wait_for_function("() => document.getElementById('src-1-1').classList.contains('flash')")
     assert card.is_visible()
     assert page.url.endswith("/"), "a marker does not navigate away"
-    SCREENSHOT.parent.mkdir(exist_ok=True)
-    page.screenshot(path=str(SCREENSHOT))
+    screenshot = Path(os.environ.get(SCREENSHOT_ENV) or tmp_path / "screenshot.png")
+    screenshot.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(screenshot))
+    assert screenshot.stat().st_size > 10_000
     assert "offline composer" in page.locator("#status").inner_text()
 
 

@@ -17,17 +17,25 @@ from pathlib import Path
 
 import pytest
 
-from rag_bot.settings import Settings
-from rag_bot.types import Answer, Citation, Paper
-from rag_bot.ui import (
+from rag_bot.types import Answer, Citation, Paper, Turn
+from rag_bot.ui import auth_pairs, check_upload
+from rag_bot.ui.render import (
     answer_html,
-    auth_pairs,
-    check_upload,
-    engine_label,
+    answer_markdown,
+    answer_message,
+    chosen_mode,
+    cited_ids,
     example_prompts,
     export_markdown,
     highlight_quote,
+    map_legend,
+    paper_place,
+    paper_table,
+    safe_url,
     source_cards,
+    sources_panel,
+    status_line,
+    upload_summary,
 )
 from tests.conftest import free_port, paper_with
 
@@ -63,18 +71,23 @@ def test_source_card_escapes_the_abstract_then_marks_the_quote() -> None:
 
 
 def test_export_has_questions_answers_and_references() -> None:
-    from rag_bot.types import Turn
-
     paper = Paper(doc_id="x#1", title="Title", text="Some text.", source="f.jsonl", url="https://e.org/1")
-    md = export_markdown([Turn("what is x?", _answer("x is y [1].", "Some text."))], {"x#1": paper})
+    md = export_markdown([Turn(question="what is x?", answer=_answer("x is y [1].", "Some text."))], {"x#1": paper})
     assert md.startswith("# rag-bot conversation")
     assert "## 1. what is x?" in md and "x is y [1]." in md
     assert "1. T <b> (f.jsonl · x#1) https://e.org/1" in md and "> Some text." in md
 
 
-def test_settings_choose_the_engine_label_and_logins(tmp_path) -> None:
-    assert engine_label(Settings(llm="auto")) == "offline composer"
-    assert engine_label(Settings(llm="openai", llm_model="gpt-x")) == "gpt-x"
+def test_status_line_names_the_writer(engine) -> None:
+    assert "Answers by **offline composer** · **38** papers indexed · store: " in status_line("offline", 38, "x")
+    assert status_line("gpt-x", 3, "chroma <a>").startswith("Answers by **gpt-x** · **3** papers")
+    assert "chroma &lt;a&gt;" in status_line("gpt-x", 3, "chroma <a>")
+    assert "<b>" not in status_line("<b>model</b>", 1, "s")
+    # The engine says who writes; the chat's default (offline) engine is the offline composer.
+    assert engine.writer_name == "offline"
+
+
+def test_logins_from_rag_bot_auth(tmp_path) -> None:
     assert auth_pairs(None) is None
     assert auth_pairs("ann:se:cret") == [("ann", "se:cret")]
     logins = tmp_path / "logins"
@@ -109,6 +122,126 @@ def test_example_prompts_come_from_the_collection_one_per_mode(engine) -> None:
     assert any(n in ask for n in names) and detect_mode(ask) == "ask"
     assert detect_mode(summary) == "summary" and detect_mode(compare) == "compare"
     assert sum(n in compare for n in names) >= 2
+
+
+def test_only_http_links_and_where_a_paper_is() -> None:
+    assert safe_url("https://e.org/x") == "https://e.org/x" and safe_url("HTTP://e.org") == "HTTP://e.org"
+    assert safe_url("javascript:alert(1)") is None and safe_url("") is None and safe_url(None) is None
+    paper = Paper(doc_id="x#1", title="T", text="t", source="f.jsonl", venue="ICML", year=2026)
+    assert paper_place(paper, "x#1", "f.jsonl") == "f.jsonl · x#1 · ICML 2026"
+    assert paper_place(None, "x#1", "f.jsonl") == "f.jsonl · x#1"
+
+
+def test_answer_message_and_clipboard_text() -> None:
+    answer = _answer("It <works> [1].", "q")
+    answer.notice = "The model failed; <offline> answer."
+    message = answer_message(answer, turn=2)
+    assert message.startswith('It &lt;works&gt; <a class="cite" href="#src-2-1">[1]</a>.')
+    assert message.endswith("<em>The model failed; &lt;offline&gt; answer.</em>")
+    assert answer_markdown(answer) == "It <works> [1].\n\nReferences:\n[1] T <b> (f.jsonl, x#1)"
+
+
+def test_sources_panel_lists_the_latest_answer_first_and_open() -> None:
+    assert "Sources of the answers appear here" in sources_panel([], {})
+    first = Turn(question="first <q>", answer=_answer("a [1]", "q", doc_id="a#1"))
+    unsourced = _answer("nothing", "q")
+    unsourced.citations = []
+    second = Turn(question="second", answer=unsourced)
+    panel = sources_panel([first, second], {})
+    assert panel.index("Answer 2: second") < panel.index("Answer 1: first &lt;q&gt;")
+    assert '<details class="turn-sources" open><summary>Answer 2' in panel
+    assert '<details class="turn-sources"><summary>Answer 1' in panel
+    assert "No sources: nothing in the collection matched." in panel and 'id="src-1-1"' in panel
+    assert cited_ids([first]) == ["a#1"] and cited_ids([first, second]) == [] and cited_ids([]) == []
+
+
+def test_modes_from_the_radio_or_the_api() -> None:
+    assert chosen_mode("Auto") is None and chosen_mode("Summarize an area") == "summary"
+    assert chosen_mode("compare") == "compare" and chosen_mode("nonsense") is None and chosen_mode(None) is None
+
+
+def test_paper_table_search_needs_every_word() -> None:
+    papers = {
+        "a": Paper(doc_id="a", title="Fast LoRA", text="federated tuning", source="s.csv", year=2025),
+        "b": Paper(doc_id="b", title="Slow", text="centralised tuning", source="s.csv"),
+    }
+    assert paper_table(papers).values.tolist() == [["Fast LoRA", "s.csv", "a", "2025"], ["Slow", "s.csv", "b", ""]]
+    assert paper_table(papers, "TUNING federated")["ID"].tolist() == ["a"]
+    assert paper_table(papers, "quantum").empty
+
+
+def test_upload_summary_counts_then_rejections() -> None:
+    text = upload_summary(1, 2, 3, files=1, seconds=0.25, papers=40, rejected=["a.csv:3: bad <x>"])
+    assert text.startswith("**1 added**, 2 updated, 3 skipped (already indexed, unchanged) from 1 file(s) in 0.2 s.")
+    assert "now holds 40 papers" in text and "**1 rejected:**\n- a.csv:3: bad &lt;x&gt;" in text
+    many = upload_summary(0, 0, 0, files=0, seconds=0, papers=1, rejected=[f"f{i}: no" for i in range(53)])
+    assert "added" not in many and "- f49: no" in many and "f50" not in many and "… and 3 more" in many
+
+
+def test_map_legend_names_and_counts_the_topics(engine) -> None:
+    from rag_bot.collection_map import build_map
+
+    papers = list(engine.papers.values())
+    cmap = build_map(papers, engine.index.paper_vectors([p.doc_id for p in papers]))
+    legend = map_legend(cmap)
+    assert legend.startswith("Topics (k-means") and legend.count("**") == 2 * len(cmap.labels)
+    assert sum(int(n) for n in re.findall(r"\((\d+)\)", legend)) == len(papers)
+
+
+def test_the_page_has_its_ids_and_api_names(engine) -> None:
+    from rag_bot.ui import build_app
+
+    config = build_app(engine).get_config_file()
+    ids = {c["props"].get("elem_id") for c in config["components"]}
+    assert {"status", "chat", "question", "send", "mode", "papers", "new-chat", "copy", "export", "sources",
+            "search", "search-btn", "papers-table", "upload", "add", "upload-summary", "map"} <= ids
+    names = {d.get("api_name") for d in config["dependencies"]}
+    assert {"chat", "upload", "search", "ask"} <= names
+
+
+def test_a_failed_answer_is_logged_with_its_traceback_and_the_user_sees_a_short_message(engine) -> None:
+    import logging
+
+    import gradio as gr
+
+    from rag_bot.ui.base import Library, Shared
+    from rag_bot.ui.chat import ChatPanel
+    from rag_bot.ui.sources import SourcesPanel
+
+    class Broken:
+        def __getattr__(self, name):
+            return getattr(engine, name)
+
+        def stream(self, *args, **kwargs):
+            raise RuntimeError("boom")
+
+    library = Library(engine)
+    library.engine = Broken()  # type: ignore[assignment]
+    with gr.Blocks():
+        sources = SourcesPanel(library)
+        chat = ChatPanel(library, sources, Shared(status=gr.Markdown(), turns=gr.State([])))
+        chat.render()
+        sources.render()
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.DEBUG)
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger = logging.getLogger("rag_bot.ui.chat")
+    logger.addHandler(handler)
+    old_level = logger.level
+    logger.setLevel(logging.DEBUG)
+    try:
+        with pytest.warns(UserWarning, match=r"^Sorry, something went wrong while answering \(RuntimeError\)"):
+            updates = list(chat.respond("secret question", [], [], "Auto", 6))
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+    # The chat shows the question, then takes it back and puts it in the box again; nothing else changes.
+    assert set(updates[0]) == {chat.chatbot, chat.question} and updates[0][chat.question] == ""
+    assert updates[-1] == {chat.chatbot: [], chat.question: "secret question"}
+    errors = [r for r in records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and errors[0].exc_info and "boom" in str(errors[0].exc_info[1])
+    assert all("secret question" not in r.getMessage() for r in records if r.levelno >= logging.INFO)
+    assert any("secret question" in r.getMessage() for r in records if r.levelno == logging.DEBUG)
 
 
 # --- the real server --------------------------------------------------------------------------------

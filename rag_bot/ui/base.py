@@ -1,0 +1,49 @@
+"""What the panels share: the collection as the page shows it, and the components every panel may update."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from rag_bot.collection_map import CollectionMap, build_map
+from rag_bot.engine import Engine
+from rag_bot.index import store_label
+from rag_bot.types import Answer, Paper
+from rag_bot.ui.render import status_line
+
+log = logging.getLogger(__name__)
+
+
+class Library:
+    """The engine and what the page shows of its collection (papers, map), refreshed after an upload."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        # Answers and ingests share the engine; an ingest rebuilds the retriever, so it runs alone.
+        self.lock = threading.Lock()
+        self.papers: dict[str, Paper] = {}
+        self.map: CollectionMap
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Take the papers the engine holds (re-read by every ingest) and recompute the map."""
+        self.papers = dict(self.engine.papers)
+        papers = list(self.papers.values())
+        vectors = self.engine.index.paper_vectors([p.doc_id for p in papers]) if papers else {}
+        self.map = build_map(papers, vectors)
+        log.debug("collection view: %d papers", len(papers))
+
+    def status(self, answer: Answer | None = None) -> str:
+        """The status line: who wrote the last answer (else who will write), collection size and store."""
+        writer = answer.llm if answer is not None else self.engine.writer_name
+        return status_line(writer, len(self.papers), store_label(self.engine.settings))
+
+
+@dataclass
+class Shared:
+    """Components that live outside any one panel: the status line and the conversation (list of `Turn`)."""
+
+    status: Any
+    turns: Any

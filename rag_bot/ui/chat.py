@@ -1,0 +1,186 @@
+"""The Chat tab's conversation: question box, chatbot, mode and papers, new chat / copy / export.
+
+Every handler updates components by name: it returns (or yields) a dict {component: value}; components
+left out stay as they are.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from rag_bot.errors import EmptyQuestionError, NoIndexError
+from rag_bot.types import Answer, Turn
+from rag_bot.ui.base import Library, Shared
+from rag_bot.ui.render import (
+    MODES,
+    answer_html,
+    answer_markdown,
+    answer_message,
+    chosen_mode,
+    example_prompts,
+    export_markdown,
+)
+from rag_bot.ui.sources import SourcesPanel
+
+log = logging.getLogger(__name__)
+
+# The copy button puts the last answer (with its references) on the clipboard in the browser.
+COPY_JS = """(text) => {
+  if (text && navigator.clipboard) { navigator.clipboard.writeText(text).catch(() => {}); }
+  return text;
+}"""
+SORRY = "Sorry, something went wrong while answering ({}). Please try again."
+
+
+class ChatPanel:
+    """Questions in, streamed cited answers out; the sources panel and the status line follow each answer."""
+
+    def __init__(self, library: Library, sources: SourcesPanel, shared: Shared) -> None:
+        self.library = library
+        self.engine = library.engine
+        self.sources = sources
+        self.shared = shared
+        self.export_dir = Path(tempfile.mkdtemp(prefix="rag-bot-export-"))
+
+    def render(self) -> None:
+        settings = self.engine.settings
+        self.last_answer = gr.Textbox(visible=False)
+        self.chatbot = gr.Chatbot(
+            elem_id="chat", height=520, buttons=["copy"], feedback_options=None,
+            placeholder="Ask about the papers in the collection. Every claim is cited [n]; "
+                        "click a number to see its source.",
+        )
+        with gr.Row():
+            self.question = gr.Textbox(
+                placeholder="Ask a question, e.g. “what does … achieve?”", show_label=False,
+                scale=5, elem_id="question", submit_btn=False, max_lines=4,
+            )
+            self.send = gr.Button("Send", variant="primary", scale=1, elem_id="send")
+        with gr.Row():
+            self.mode = gr.Radio(list(MODES), value="Auto", label="Mode", elem_id="mode", scale=3)
+            self.n_papers = gr.Slider(1, 10, value=settings.answer_papers, step=1,
+                                      label="Papers to use", elem_id="papers", scale=2)
+        with gr.Row():
+            self.new = gr.Button("New chat", size="sm", elem_id="new-chat")
+            self.copy = gr.Button("Copy answer", size="sm", elem_id="copy")
+            self.export = gr.DownloadButton("Export as Markdown", size="sm", interactive=False, elem_id="export")
+        examples = example_prompts(self.library.map, self.library.papers)
+        if examples:
+            gr.Examples(examples, inputs=[self.question, self.mode], label="Examples from this collection")
+
+    def register_events(self) -> list[Any]:
+        """Wire the chat; returns the events that end with an answer (for panels that follow answers)."""
+        # A list, not a set: its order is the order of the /chat API's return values.
+        outputs = [self.chatbot, self.question, self.sources.html, self.shared.turns, self.shared.status,
+                   self.export, self.last_answer]
+        inputs = [self.question, self.chatbot, self.shared.turns, self.mode, self.n_papers]
+        answered = [
+            self.send.click(self.respond, inputs, outputs, api_name="chat"),
+            self.question.submit(self.respond, inputs, outputs, api_visibility="private"),
+        ]
+        reset = [self.chatbot, self.shared.turns, self.sources.html, self.export, self.last_answer]
+        self.new.click(self.new_chat, None, reset, api_visibility="private")
+        self.chatbot.clear(self.new_chat, None, reset, api_visibility="private")
+        self.copy.click(self.copied, [self.last_answer], None, js=COPY_JS, api_visibility="private")
+        gr.api(self.ask_api(), api_name="ask")
+        return answered
+
+    def respond(
+        self, message: str, messages: list[Any], turns: list[Turn], mode: str, n_papers: float
+    ) -> Iterator[dict[Any, Any]]:
+        """Stream the answer into the chat, then show its sources and update the status and export."""
+        question = " ".join((message or "").split())
+        if not question:
+            gr.Warning("Please type a question.")
+            yield {self.chatbot: gr.skip()}
+            return
+        if not messages:
+            turns = []  # an emptied chat (or an API call without history) starts a new conversation
+        turn = len(turns) + 1
+        messages = [*messages, {"role": "user", "content": html.escape(question)},
+                    {"role": "assistant", "content": "…"}]
+        yield {self.chatbot: messages, self.question: ""}
+        log.debug("question %d (%s): %r", turn, mode, question)
+        text = ""
+        answer: Answer | None = None
+        try:
+            with self.library.lock:
+                stream = self.engine.stream(question, mode=chosen_mode(mode), history=list(turns),
+                                            max_papers=int(n_papers) if n_papers else None)
+                for event in stream:
+                    if isinstance(event, Answer):
+                        answer = event
+                    else:
+                        text += event
+                        messages[-1] = {"role": "assistant", "content": answer_html(text, turn)}
+                        yield {self.chatbot: messages}
+        except (EmptyQuestionError, NoIndexError) as exc:
+            gr.Warning(str(exc))
+            messages[-1] = {"role": "assistant", "content": html.escape(str(exc))}
+            yield {self.chatbot: messages}
+            return
+        except Exception as exc:  # the chat never shows a traceback; the log has it
+            log.exception("error answering question %d", turn)
+            gr.Warning(SORRY.format(type(exc).__name__))
+            yield {self.chatbot: messages[:-2], self.question: question}
+            return
+        if answer is None:
+            return
+        log.info("answer %d: %s by %s, %d sources, %s ms", turn, answer.mode, answer.llm, len(answer.citations),
+                 answer.timings_ms.get("total"))
+        messages[-1] = {"role": "assistant", "content": answer_message(answer, turn)}
+        turns = [*turns, Turn(question=question, answer=answer)]
+        yield {
+            self.chatbot: messages,
+            self.sources.html: self.sources.show(turns),
+            self.shared.turns: turns,
+            self.shared.status: self.library.status(answer),
+            self.export: gr.DownloadButton(value=str(self.write_export(turns)), interactive=True),
+            self.last_answer: answer_markdown(answer),
+        }
+
+    def write_export(self, turns: list[Turn]) -> Path:
+        """The conversation as a Markdown file to download."""
+        path = self.export_dir / f"rag-bot-conversation-{uuid.uuid4().hex[:8]}.md"
+        path.write_text(export_markdown(turns, self.library.papers), encoding="utf-8")
+        return path
+
+    def new_chat(self) -> dict[Any, Any]:
+        # The question box is left alone: the user may already be typing the next question.
+        return {
+            self.chatbot: [],
+            self.shared.turns: [],
+            self.sources.html: self.sources.empty(),
+            self.export: gr.DownloadButton(value=None, interactive=False),
+            self.last_answer: "",
+        }
+
+    @staticmethod
+    def copied(text: str) -> None:
+        if text:
+            gr.Info("Answer copied to the clipboard.")
+        else:
+            gr.Warning("No answer to copy yet.")
+
+    def ask_api(self) -> Any:
+        library = self.library
+
+        def ask(question: str, mode: str = "Auto", papers: int = 0) -> dict[str, Any]:
+            """The JSON contract of `rag-bot ask --json` for one question (mode: Auto, Ask, Summarize an area,
+            Compare, or ask/summary/compare)."""
+            try:
+                with library.lock:
+                    answer = library.engine.ask(question, mode=chosen_mode(mode), max_papers=papers or None)
+            except (EmptyQuestionError, NoIndexError) as exc:
+                raise gr.Error(str(exc)) from None
+            return answer.to_json()
+
+        return ask

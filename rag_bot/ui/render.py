@@ -1,0 +1,253 @@
+"""Pure rendering: answers, source cards, the sources panel, exports, the status line, tables and examples.
+
+No Gradio here (so every function is tested directly). Everything from the collection or the user is
+HTML-escaped before our own markup (links, <mark>) is added, so an abstract holding `<script>` shows as text.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from rag_bot.collection_map import CollectionMap
+from rag_bot.text import clean_markup, split_sentences
+from rag_bot.types import Answer, Mode, Paper, Turn
+
+# The chat's mode radio: label -> engine mode (None: the engine detects it from the question).
+MODES: dict[str, Mode | None] = {"Auto": None, "Ask": "ask", "Summarize an area": "summary", "Compare": "compare"}
+MODE_NAMES: dict[Mode, str] = {"ask": "Ask", "summary": "Summarize an area", "compare": "Compare"}
+_CITE = re.compile(r"\[(\d+)\]")
+EMPTY_SOURCES = (
+    '<div class="sources-panel"><p>Sources of the answers appear here. Click a [n] in an answer to '
+    "jump to its source.</p></div>"
+)
+
+
+def chosen_mode(label: str | None) -> Mode | None:
+    """The engine mode of a radio label, or of an engine mode name (ask, summary, compare); else None (auto)."""
+    if label in MODES:
+        return MODES[label]
+    return next((mode for mode in MODE_NAMES if mode == label), None)
+
+
+def answer_html(text: str, turn: int) -> str:
+    """Answer Markdown made safe for the chat: HTML escaped, each [n] a link to card n of this turn."""
+    safe = html.escape(text, quote=False)
+    return _CITE.sub(lambda m: f'<a class="cite" href="#src-{turn}-{m.group(1)}">[{m.group(1)}]</a>', safe)
+
+
+def answer_message(answer: Answer, turn: int) -> str:
+    """The chat message of a finished answer: its text with linked markers, then its notice (if any)."""
+    content = answer_html(answer.answer, turn)
+    if answer.notice:
+        content += f"\n\n<em>{html.escape(answer.notice)}</em>"
+    return content
+
+
+def highlight_quote(abstract: str, quote: str) -> str:
+    """The abstract as escaped HTML with the quoted sentence in <mark> (best-overlapping sentence if the
+    quote is not found verbatim)."""
+    text = clean_markup(abstract)
+    quote = quote.strip().rstrip("…").strip()
+    start = text.find(quote) if quote else -1
+    if start < 0 and quote:
+        words = set(re.findall(r"\w+", quote.lower()))
+        best, best_overlap = "", 0.0
+        for sentence in split_sentences(text):
+            overlap = len(words & set(re.findall(r"\w+", sentence.lower()))) / max(len(words), 1)
+            if overlap > best_overlap:
+                best, best_overlap = sentence, overlap
+        if best and best_overlap >= 0.5:
+            quote, start = best, text.find(best)
+    if start < 0:
+        return html.escape(text)
+    end = start + len(quote)
+    return f"{html.escape(text[:start])}<mark>{html.escape(text[start:end])}</mark>{html.escape(text[end:])}"
+
+
+def safe_url(url: str | None) -> str | None:
+    """A link only if it is http(s): a `javascript:` URL in a record must not become a link."""
+    return url if url and re.match(r"https?://", url, re.IGNORECASE) else None
+
+
+def paper_url(paper: Paper | None) -> str | None:
+    """The paper's own URL, else the first link in its record."""
+    if paper is None:
+        return None
+    return paper.url or (paper.links[0] if paper.links else None)
+
+
+def paper_place(paper: Paper | None, doc_id: str, source: str) -> str:
+    """Where a paper is: its source file and id, venue and year when known."""
+    parts = [source, doc_id]
+    if paper is not None and (paper.venue or paper.year):
+        parts.append(" ".join(str(x) for x in (paper.venue, paper.year) if x))
+    return " · ".join(parts)
+
+
+def source_cards(answer: Answer, papers: dict[str, Paper], turn: int) -> str:
+    """The cited papers of one answer as cards with ids `src-<turn>-<n>`."""
+    cards = []
+    for c in answer.citations:
+        paper = papers.get(c.doc_id)
+        url = safe_url(paper_url(paper))
+        link = f' · <a href="{html.escape(url)}" target="_blank" rel="noopener noreferrer">link</a>' if url else ""
+        abstract = highlight_quote(paper.text, c.quote) if paper else f"<mark>{html.escape(c.quote)}</mark>"
+        cards.append(
+            f'<div class="src-card" id="src-{turn}-{c.n}">'
+            f'<div><span class="src-n">[{c.n}]</span><span class="src-title">{html.escape(clean_markup(c.title))}'
+            f"</span></div>"
+            f'<div class="src-meta">{html.escape(paper_place(paper, c.doc_id, c.source))}{link}</div>'
+            f'<div class="src-abstract">{abstract}</div></div>'
+        )
+    return "".join(cards)
+
+
+def sources_panel(turns: Sequence[Turn], papers: dict[str, Paper]) -> str:
+    """The sources of every answer so far, the latest first and open."""
+    sections = []
+    for t in range(len(turns), 0, -1):
+        answer = turns[t - 1].answer
+        if answer is None:
+            continue
+        body = source_cards(answer, papers, t) if answer.citations else "<p>No sources: nothing in the collection matched.</p>"
+        question = html.escape(turns[t - 1].question)
+        sections.append(
+            f'<details class="turn-sources"{" open" if t == len(turns) else ""}>'
+            f"<summary>Answer {t}: {question}</summary>{body}</details>"
+        )
+    if not sections:
+        return EMPTY_SOURCES
+    return f'<div class="sources-panel">{"".join(sections)}</div>'
+
+
+def export_markdown(turns: Sequence[Turn], papers: dict[str, Paper]) -> str:
+    """The conversation as Markdown: each question, its answer and its references."""
+    out = ["# rag-bot conversation", ""]
+    for t, turn in enumerate(turns, start=1):
+        out += [f"## {t}. {turn.question}", ""]
+        if turn.answer is None:
+            continue
+        out += [turn.answer.answer, ""]
+        if turn.answer.notice:
+            out += [f"_{turn.answer.notice}_", ""]
+        if turn.answer.citations:
+            out += ["**References**", ""]
+            for c in turn.answer.citations:
+                paper = papers.get(c.doc_id)
+                url = paper_url(paper)
+                place = paper_place(paper, c.doc_id, c.source)
+                out.append(f"{c.n}. {clean_markup(c.title)} ({place}){' ' + url if url else ''}")
+                out.append(f"   > {c.quote}")
+            out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def answer_markdown(answer: Answer) -> str:
+    """One answer with its references, as copied to the clipboard."""
+    lines = [answer.answer]
+    if answer.citations:
+        lines += ["", "References:"]
+        lines += [f"[{c.n}] {clean_markup(c.title)} ({c.source}, {c.doc_id})" for c in answer.citations]
+    return "\n".join(lines)
+
+
+def writer_label(writer: str) -> str:
+    """How the answer writer is shown: "offline" is the offline composer, anything else a model's name."""
+    return "offline composer" if writer == "offline" else writer
+
+
+def status_line(writer: str, papers: int, store: str) -> str:
+    """Who writes the answers (`Engine.writer_name` or the last `Answer.llm`), collection size and store."""
+    return (
+        f"Answers by **{html.escape(writer_label(writer))}** · **{papers}** papers indexed · "
+        f"store: {html.escape(store)}"
+    )
+
+
+def cited_ids(turns: Sequence[Turn]) -> list[str]:
+    """The papers cited by the last answer of a conversation."""
+    last = turns[-1].answer if turns else None
+    return [c.doc_id for c in last.citations] if last else []
+
+
+def example_prompts(cmap: CollectionMap, papers: dict[str, Paper]) -> list[list[str]]:
+    """One example question per mode, made from the collection: names of its papers and its topics."""
+    if len(cmap) == 0:
+        return []
+
+    def name(i: int) -> str | None:
+        paper = papers.get(cmap.doc_ids[i])
+        return paper.aliases[0] if paper and paper.aliases and len(paper.aliases[0]) <= 24 else None
+
+    examples: list[list[str]] = []
+    clusters = sorted(set(int(c) for c in cmap.clusters))
+    biggest = cmap.members(clusters[0])
+    named = [i for i in biggest if name(i)] or [i for i in range(len(cmap)) if name(i)]
+    if named:
+        examples.append([f"What does {name(named[0])} do, and what does it achieve?", "Ask"])
+    terms = cmap.terms[clusters[0]] if cmap.terms else []
+    if terms:
+        examples.append([f"Summarize the work on {' and '.join(terms[:2])}", "Summarize an area"])
+    # Two named papers of the same topic make the most telling comparison.
+    for j in clusters:
+        pair = [i for i in cmap.members(j) if name(i)][:2]
+        if len(pair) == 2:
+            examples.append([f"Compare {name(pair[0])} and {name(pair[1])}", "Compare"])
+            break
+    if len(clusters) > 1 and cmap.terms[clusters[1]]:
+        examples.append([f"Which papers study {cmap.terms[clusters[1]][0]}?", "Auto"])
+    return examples
+
+
+def paper_table(papers: dict[str, Paper], query: str = "") -> Any:
+    """The papers (title, source, id, venue/year) whose fields or abstract contain every word of the query."""
+    import pandas as pd
+
+    words = query.lower().split()
+    rows = []
+    for p in sorted(papers.values(), key=lambda p: (p.source, p.doc_id)):
+        title = clean_markup(p.title)
+        if words:
+            hay = f"{title} {p.source} {p.doc_id} {p.venue or ''} {p.year or ''} {p.text}".lower()
+            if not all(w in hay for w in words):
+                continue
+        venue = " ".join(str(x) for x in (p.venue, p.year) if x)
+        rows.append([title, p.source, p.doc_id, venue])
+    return pd.DataFrame(rows, columns=["Title", "Source", "ID", "Venue / year"])
+
+
+def map_frame(cmap: CollectionMap, cited: Sequence[str] = ()) -> Any:
+    """The map's points as a DataFrame (x, y, topic, title, id, source)."""
+    import pandas as pd
+
+    return pd.DataFrame(cmap.rows(cited), columns=["x", "y", "topic", "title", "id", "source"])
+
+
+def map_legend(cmap: CollectionMap) -> str:
+    """The topics of the map with their sizes, as Markdown."""
+    counts = [len(cmap.members(j)) for j in range(len(cmap.labels))]
+    return "Topics (k-means on the abstract embeddings, named by their distinctive terms): " + "; ".join(
+        f"**{html.escape(label)}** ({count})" for label, count in zip(cmap.labels, counts)
+    )
+
+
+def upload_summary(
+    added: int, updated: int, unchanged: int, files: int, seconds: float, papers: int, rejected: Sequence[str]
+) -> str:
+    """What an upload did, as Markdown: the counts (when anything was indexed), then what was rejected."""
+    lines = []
+    if files:
+        lines.append(
+            f"**{added} added**, {updated} updated, {unchanged} skipped "
+            f"(already indexed, unchanged) from {files} file(s) in {seconds:.1f} s. "
+            f"The collection now holds {papers} papers; new papers are answerable now."
+        )
+    if rejected:
+        lines.append(f"**{len(rejected)} rejected:**")
+        lines += [f"- {html.escape(r, quote=False)}" for r in rejected[:50]]
+        if len(rejected) > 50:
+            lines.append(f"- … and {len(rejected) - 50} more")
+    return "\n".join(lines)
