@@ -42,7 +42,7 @@ def main() -> None:
             if papers and papers[0].named:
                 continue  # named papers are always answered
             key = "unanswerable" if q.kind == "unanswerable" else "answerable"
-            scores[key].append(engine.composer.evidence(q.question, papers))
+            scores[key].append(engine.ground(q.question).evidence)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     lines = [f"Dev set: {len(questions)} questions (`tests/data/dev_questions.jsonl`), commit `{commit}`, "
              f"{time.strftime('%Y-%m-%d')}.", "",

@@ -12,7 +12,7 @@ import logging
 import re
 from abc import abstractmethod
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -207,7 +207,9 @@ class PaperSynthesizer(BaseSynthesizer):
         return StreamingResponse(response_gen=self._events(query, nodes, metadata), source_nodes=nodes,
                                  metadata=metadata)
 
-    def _events(self, query: PaperQuery, nodes: Sequence[NodeWithScore], metadata: dict[str, Any]) -> Iterator[str]:
+    def _events(
+        self, query: PaperQuery, nodes: Sequence[NodeWithScore], metadata: dict[str, Any]
+    ) -> Generator[str, None, None]:
         ranked = [scored_paper(n) for n in nodes]
         sources = marked_sources(nodes)
         answer: Answer | None = None

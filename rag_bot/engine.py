@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -233,11 +233,11 @@ class Engine:
         yield answer
 
     @staticmethod
-    def _drain(response: Any) -> Iterator[str]:
+    def _drain(response: Any) -> Generator[str, None, Answer]:
         """Yield a synthesizer's text deltas; return its checked `Answer`."""
         yield from response.response_gen
         answer: Answer = response.metadata["answer"]
-        return answer  # type: ignore[return-value]
+        return answer
 
     def rewrite_question(self, question: str, history: Sequence[Turn]) -> str | None:
         """With an LLM, the question rewritten into a standalone one from the conversation (llama-index's

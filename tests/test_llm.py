@@ -183,10 +183,8 @@ def llm_engine(engine, stub, seed_storage):
         values: dict[str, object] = dict(storage=seed_storage, llm="openai", openai_base_url=stub.url,
                                          openai_api_key="sk-test", llm_timeout=5.0, llm_retries=2)
         values.update(overrides)
-        e = Engine(Settings(**values))  # type: ignore[arg-type]
-        e.index, e._retriever = engine.index, engine.retriever
-        e.composer.backoff = 0.05  # keep retry tests fast; the backoff schedule itself is tested below
-        return e
+        return Engine(Settings(**values), index=engine.index, retriever=engine.retriever,  # type: ignore[arg-type]
+                      sentences=engine.sentences)
 
     return make
 
@@ -214,8 +212,8 @@ def test_auto_uses_an_llm_only_when_a_key_or_base_url_is_set(seed_storage):
     assert uses_llm(Settings(storage=seed_storage, openai_api_key="sk-x"))
     assert uses_llm(Settings(storage=seed_storage, openai_base_url="http://127.0.0.1:1/v1"))
     assert not uses_llm(Settings(storage=seed_storage, llm="offline", openai_api_key="sk-x"))
-    assert isinstance(Engine(Settings(storage=seed_storage)).composer, OfflineComposer)
-    assert isinstance(Engine(Settings(storage=seed_storage, openai_api_key="sk-x")).composer, LLMComposer)
+    assert isinstance(Engine(Settings(storage=seed_storage)).writer, OfflineComposer)
+    assert isinstance(Engine(Settings(storage=seed_storage, openai_api_key="sk-x")).writer, LLMComposer)
 
 
 def test_model_name_is_settable_from_the_environment(monkeypatch):
@@ -259,7 +257,7 @@ def test_good_answer_streams_tokens_and_keeps_the_contract(llm_engine, stub, eng
     assert cited.title == source_titles(body)[0]
     paper = engine.retriever.papers[cited.doc_id]
     assert "CorrSteer" in paper.aliases
-    assert cited.quote in OfflineComposer.sentence_vectors(e.composer.offline, paper)[0]
+    assert cited.quote in engine.sentences.of(paper)[0]
 
     stub.reset()
     stub.default = lambda body: Reply(text="CorrSteer steers with correlated features [1].")
@@ -350,9 +348,13 @@ def test_500_is_retried_until_the_offline_composer_answers(llm_engine, stub):
         check_contract(answer)
 
 
-def test_backoff_doubles_between_attempts(seed_storage, engine):
-    composer = LLMComposer(engine.composer, Settings(storage=seed_storage), backoff=0.5)
-    assert [composer._delay(RuntimeError(), attempt) for attempt in range(3)] == [0.5, 1.0, 2.0]
+def test_retries_follow_the_setting_and_are_the_clients(llm_engine, stub):
+    e = llm_engine(llm_retries=0)
+    stub.default = lambda body: Reply(status=503)
+    answer = e.ask(CORRSTEER)
+    assert len(stub.requests) == 1, "llm_retries=0: one attempt, no retry"
+    assert answer.notice == ("The language model (gpt-4o-mini) could not answer: server error (503). "
+                             "This answer is from the offline composer.")
 
 
 def test_a_server_slower_than_the_timeout_falls_back(llm_engine, stub):
@@ -375,7 +377,7 @@ def test_a_refused_key_falls_back_at_once(llm_engine, stub):
     check_contract(answer)
 
 
-def test_an_unknown_model_goes_through_openai_like_and_falls_back(llm_engine, stub):
+def test_an_unknown_model_is_asked_for_by_name_and_falls_back(llm_engine, stub):
     e = llm_engine(llm_model="my-vllm-model")
     stub.default = lambda body: Reply(status=404)
     answer = e.ask(CORRSTEER)
@@ -396,8 +398,7 @@ def test_an_unreachable_server_falls_back(llm_engine):
 
 
 def test_no_key_and_no_base_url_with_llm_openai_falls_back(seed_storage, engine):
-    e = Engine(Settings(storage=seed_storage, llm="openai"))
-    e.index, e._retriever = engine.index, engine.retriever
+    e = Engine(Settings(storage=seed_storage, llm="openai"), index=engine.index, retriever=engine.retriever)
     answer = e.ask(CORRSTEER)
     assert answer.llm == "offline" and "no OPENAI_API_KEY or OPENAI_BASE_URL is set" in (answer.notice or "")
 

@@ -47,9 +47,7 @@ needs_model = pytest.mark.skipif(
 def _local_engine(engine, **overrides: object) -> Engine:
     values: dict[str, object] = dict(storage=engine.settings.storage, llm="local", gguf=GGUF)
     values.update(overrides)
-    e = Engine(Settings(**values))  # type: ignore[arg-type]
-    e.index, e._retriever = engine.index, engine.retriever
-    return e
+    return Engine(Settings(**values), index=engine.index, retriever=engine.retriever)  # type: ignore[arg-type]
 
 
 # --- a clear message when the file is wrong ------------------------------------------------------------------

@@ -106,8 +106,19 @@ def test_results_are_distinct_papers_at_most_ten_best_first(engine, question):
 
 def test_llama_index_retriever_returns_paper_nodes(engine):
     nodes = engine.retriever.retrieve("What does Corr Steer select?")
-    ids = [n.node.metadata["doc_id"] for n in nodes]
+    ids = [n.node.node_id for n in nodes]
     assert ids[0] == paper_with(engine, "CorrSteer")
     assert len(ids) == len(set(ids)) and len(ids) <= 10
     # the node holds the whole abstract, not a chunk of it
     assert nodes[0].node.get_content() == engine.retriever.papers[ids[0]].text
+
+
+def test_dense_mode_keeps_the_word_coverage_grounding_needs(seed_storage, engine):
+    from rag_bot.engine import Engine
+    from rag_bot.settings import Settings
+
+    dense = Engine(Settings(storage=seed_storage, retrieval="dense"), index=engine.index)
+    question = "Which method selects steering features by correlating them with task outcomes?"
+    top = dense.retriever.retrieve_papers(question)[0]
+    assert top.coverage > 0.3, "the lexical statistics exist even when only the dense ranking is used"
+    assert top.coverage == engine.retriever.retrieve_papers(question)[0].coverage

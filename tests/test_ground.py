@@ -1,0 +1,94 @@
+"""The grounding stage (rag_bot/ground.py): pure decisions on hand-made rankings, no model or store."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rag_bot.ground import ASK_PAPERS, ground, select_sources, within_reach
+from rag_bot.settings import Settings
+from rag_bot.types import Paper, ScoredPaper
+
+SETTINGS = Settings(min_score=0.3, refusal_threshold=0.61, answer_papers=6)
+
+
+def ranked(*similarities: float, named: tuple[int, ...] = (), coverage: float = 0.0) -> list[ScoredPaper]:
+    """Papers p0, p1, ... ranked in the given order with the given similarities."""
+    return [
+        ScoredPaper(paper=Paper(doc_id=f"p{i}", title=f"P{i}", text=f"Abstract {i}.", source="t.txt"),
+                    score=1.0 / (i + 1), similarity=s, named=i in named, coverage=coverage if i == 0 else 0.0)
+        for i, s in enumerate(similarities)
+    ]
+
+
+def sentences_like(value: float):
+    """Sentence vectors whose best similarity to the question vector [1, 0] is `value`."""
+    vector = np.array([[value, float(np.sqrt(1 - value**2))]])
+    return lambda paper: vector
+
+
+QUESTION = np.array([1.0, 0.0])
+
+
+def ids(papers: list[ScoredPaper]) -> list[str]:
+    return [p.paper.doc_id for p in papers]
+
+
+def test_papers_far_below_the_best_or_under_min_score_are_not_cited():
+    papers = ranked(0.70, 0.66, 0.55, 0.31, 0.20)
+    assert ids(within_reach(papers, margin=0.08, limit=4, min_score=0.3)) == ["p0", "p1"]
+    assert ids(within_reach(papers, margin=0.5, limit=4, min_score=0.3)) == ["p0", "p1", "p2", "p3"]
+    assert ids(within_reach(papers, margin=0.5, limit=2, min_score=0.3)) == ["p0", "p1"]
+
+
+def test_a_named_paper_is_cited_whatever_its_similarity():
+    papers = ranked(0.70, 0.10, named=(1,))
+    assert ids(within_reach(papers, margin=0.08, limit=4, min_score=0.3)) == ["p0", "p1"]
+
+
+def test_summaries_reach_further_than_direct_answers():
+    papers = ranked(0.70, 0.64, 0.60, 0.58, 0.57, 0.56, 0.55, 0.54)
+    ask = select_sources(papers, "ask", SETTINGS)
+    summary = select_sources(papers, "summary", SETTINGS)
+    assert ids(ask) == ["p0", "p1"] and len(ask) <= ASK_PAPERS
+    assert ids(summary) == ["p0", "p1", "p2", "p3", "p4", "p5"], "up to answer_papers within the wider margin"
+    assert len(select_sources(papers, "summary", SETTINGS, max_papers=3)) == 3
+
+
+def test_a_comparison_puts_the_named_papers_first_and_always_has_two_sides():
+    papers = ranked(0.70, 0.40, 0.65, named=(1, 2))
+    assert ids(select_sources(papers, "compare", SETTINGS)) == ["p1", "p2"]
+    lone = ranked(0.70, 0.20, 0.10)
+    assert ids(select_sources(lone, "compare", SETTINGS)) == ["p0", "p1"]
+
+
+def test_strong_evidence_grounds_the_question_weak_evidence_declines_it():
+    papers = ranked(0.62, 0.40, 0.38, 0.35, 0.33)
+    strong = ground(QUESTION, papers, "ask", sentences_like(0.55), SETTINGS)
+    assert strong.grounded and ids(strong.sources) == ["p0"]
+    weak = ground(QUESTION, ranked(0.45, 0.44, 0.44, 0.43, 0.43), "ask", sentences_like(0.40), SETTINGS)
+    assert not weak.grounded and weak.sources == [] and weak.evidence < SETTINGS.refusal_threshold
+
+
+def test_word_coverage_adds_to_the_evidence():
+    plain = ground(QUESTION, ranked(0.5, 0.45, 0.45), "ask", sentences_like(0.5), SETTINGS)
+    covered = ground(QUESTION, ranked(0.5, 0.45, 0.45, coverage=1.0), "ask", sentences_like(0.5), SETTINGS)
+    assert covered.evidence == pytest.approx(plain.evidence + SETTINGS.refusal_coverage_weight)
+
+
+def test_enough_evidence_but_no_paper_above_min_score_is_declined_not_a_crash():
+    # The words match (coverage) but every paper is below min_score: nothing can be cited.
+    papers = ranked(0.28, 0.10, 0.09, coverage=1.0)
+    decision = ground(QUESTION, papers, "ask", sentences_like(0.45), SETTINGS)
+    assert decision.evidence >= SETTINGS.refusal_threshold
+    assert not decision.grounded and decision.sources == []
+
+
+def test_a_named_paper_grounds_the_question_without_evidence():
+    decision = ground(QUESTION, ranked(0.2, 0.1, named=(0,)), "ask", sentences_like(0.1), SETTINGS)
+    assert decision.grounded and ids(decision.sources) == ["p0"]
+
+
+def test_nothing_retrieved_is_declined():
+    decision = ground(QUESTION, [], "summary", sentences_like(0.9), SETTINGS)
+    assert not decision.grounded and decision.evidence == 0.0
