@@ -7,6 +7,7 @@ collection always gives the same map.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections import Counter
@@ -17,6 +18,8 @@ import numpy as np
 
 from rag_bot.text import clean_markup
 from rag_bot.types import Paper
+
+log = logging.getLogger(__name__)
 
 CITED = "★ cited in the last answer"
 # Words that say nothing about a topic in ML abstracts, on top of English function words.
@@ -198,6 +201,7 @@ def build_map(papers: Sequence[Paper], vectors: dict[str, list[float]]) -> Colle
         return CollectionMap([], [], [], np.zeros((0, 2)), np.zeros(0, dtype=int), [], [])
     matrix = np.array([vectors[p.doc_id] for p in kept], dtype=float)
     clusters = kmeans(matrix, choose_k(len(kept)))
+    log.debug("map: %d papers in %d topics", len(kept), len(set(clusters.tolist())))
     terms = cluster_terms(kept, clusters)
     labels = []
     for j, words in enumerate(terms):

@@ -5,12 +5,15 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rag_bot.text import derive_title, find_links, introduced_names
 from rag_bot.types import Paper, Problem
+
+log = logging.getLogger(__name__)
 
 SEED_HEADER = "ICML 2026 Papers"
 SUFFIXES = (".txt", ".jsonl", ".jsonl.gz", ".csv")
@@ -259,4 +262,7 @@ def read_paths(paths: Iterable[Path]) -> ReadResult:
         ids.add(paper.doc_id)
         unique.append(paper)
     result.papers = unique
+    log.info("read %d papers from %d files (%d problems)", len(unique), result.files, len(result.problems))
+    for problem in result.problems:
+        log.debug("input problem: %s", problem)
     return result

@@ -7,6 +7,7 @@ Wrapped as a llama-index `BaseEmbedding` so that any llama-index component can u
 from __future__ import annotations
 
 import importlib.util
+import logging
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,8 @@ from typing import Any
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from pydantic import PrivateAttr
+
+log = logging.getLogger(__name__)
 
 MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8"
 DIMENSIONS = 384
@@ -49,6 +52,7 @@ def _load(max_tokens: int) -> tuple[Any, Any]:
     options = ort.SessionOptions()
     options.log_severity_level = 3
     session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+    log.info("embedding model loaded from %s (%d tokens)", model, max_tokens)
     return tokenizer, session
 
 

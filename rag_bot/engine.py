@@ -216,8 +216,9 @@ class Engine:
         try:
             answer = yield from self._drain(self.query_engine.synthesize(query, nodes))
         except WriterUnavailable as exc:
+            # The cause in one line; its traceback too at DEBUG (on the CLI, stderr is also the user's screen).
             log.warning("%s could not answer (%s); the offline writer answers instead", self.writer_name, exc,
-                        exc_info=exc.__cause__ is not None)
+                        exc_info=log.isEnabledFor(logging.DEBUG))
             answer = yield from self._drain(self.fallback.synthesize(query, nodes))
             answer.notice = f"The language model ({self.writer_name}) could not answer: {exc}. " \
                             f"This answer is from the offline composer."

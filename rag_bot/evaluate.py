@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,8 @@ import numpy as np
 from rag_bot import metrics
 from rag_bot.engine import Engine
 from rag_bot.types import Answer, Mode
+
+log = logging.getLogger(__name__)
 
 DEFAULT_SET = Path(__file__).resolve().parent.parent / "tests" / "data" / "dev_questions.jsonl"
 
@@ -66,6 +69,7 @@ def evaluate(engine: Engine, questions: list[Question]) -> dict[str, Any]:
     for q in questions:
         mode: Mode | None = q.mode if q.kind in ("summary", "compare") else None  # type: ignore[assignment]
         answer = engine.ask(q.question, mode=mode)
+        log.debug("%s: grounded %s, %d citations", q.id, answer.grounded, len(answer.citations))
         latencies.append(answer.timings_ms["total"])
         integrity.append(citation_integrity(answer))
         ranking = [str(r["doc_id"]) for r in answer.retrieved]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 from urllib.parse import urlparse
 
@@ -254,10 +253,3 @@ class PaperIndex:
             embeddings=[v.tolist() for v in vectors[len(nodes):]],
         )
         return len(nodes)
-
-    @cached_property
-    def llama_index(self) -> Any:
-        """A llama-index `VectorStoreIndex` over the chunk collection (no re-embedding)."""
-        from llama_index.core import VectorStoreIndex
-
-        return VectorStoreIndex.from_vector_store(self.vector_store, embed_model=self.embedder)

@@ -258,7 +258,7 @@ class LLMComposer(PaperSynthesizer):
                                           max_tokens=REWRITE_MAX_TOKENS))
         except WriterUnavailable as exc:
             log.warning("the follow-up could not be rewritten (%s); retrieving with the question as asked", exc,
-                        exc_info=exc.__cause__ is not None)
+                        exc_info=log.isEnabledFor(logging.DEBUG))
             return None
         lines = [line.strip() for line in reply.splitlines() if line.strip()]
         if not lines:

@@ -12,6 +12,7 @@ import argparse
 import atexit
 import importlib.util
 import json
+import logging
 import subprocess
 import sys
 import tempfile
@@ -19,6 +20,8 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 GGUF_MAGIC = b"GGUF"
 
@@ -73,10 +76,10 @@ class LocalServer:
             return self.url
         if not xllamacpp_installed():
             raise LocalModelError("RAG_BOT_LLM=local needs the llama.cpp server package: pip install xllamacpp")
-        with self._log.open("w") as log:
+        with self._log.open("w") as log_file:
             self._process = subprocess.Popen(
                 [sys.executable, "-m", "rag_bot.local_llm", "--gguf", str(self.gguf), "--context", str(self.context)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log_file, text=True,
             )
         ready: dict[str, str] = {}
 
@@ -91,10 +94,12 @@ class LocalServer:
         reader.join(self.start_timeout)
         if "url" not in ready:
             reason = self._last_log_line() or "no output"
+            log.error("llama.cpp server for %s did not start: %s", self.gguf.name, reason)
             self.stop()
             raise LocalModelError(f"the llama.cpp server did not start for {self.gguf.name}: {reason}")
         self.url = ready["url"]
         self._wait_healthy()
+        log.info("llama.cpp server for %s listening on %s", self.gguf.name, self.url)
         return self.url
 
     def _wait_healthy(self) -> None:
@@ -130,6 +135,7 @@ class LocalServer:
             process.terminate()
             process.wait(timeout=10)
         except (OSError, subprocess.TimeoutExpired):
+            log.warning("llama.cpp server did not stop within 10 s: killed")
             process.kill()
             process.wait(timeout=10)
         self._log.unlink(missing_ok=True)  # llama.cpp logs every request; the log only matters while it runs

@@ -454,7 +454,7 @@ def test_a_follow_up_is_rewritten_with_the_history(llm_engine, stub, engine):
 
     stub.default = reply
     follow_up = "and how much does it gain on HarmBench?"
-    deltas, answer = stream_events(e, follow_up, history=[Turn(first.question, first)])
+    deltas, answer = stream_events(e, follow_up, history=[Turn(question=first.question, answer=first)])
     rewrite, ask = stub.requests
     assert is_rewrite(rewrite) and not rewrite.get("stream")
     assert first.question in user_prompt(rewrite) and follow_up in user_prompt(rewrite)
