@@ -9,6 +9,7 @@ as the commit marker: an interrupted ingest leaves no paper that looks done but 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,8 @@ from rag_bot.errors import StoreError
 from rag_bot.settings import Settings
 from rag_bot.text import clean_markup
 from rag_bot.types import Paper
+
+log = logging.getLogger(__name__)
 
 BATCH_PAPERS = 32
 _READ_BATCH = 2000
@@ -62,11 +65,13 @@ def open_client(settings: Settings) -> Any:
                 settings=chroma_settings,
             )
         except Exception as exc:  # chromadb raises plain ValueError/ConnectionError here
+            log.debug("Chroma server client failed", exc_info=True)
             raise StoreError(f"cannot reach the Chroma server at {settings.chroma_url}: {exc}") from exc
     try:
         settings.storage.mkdir(parents=True, exist_ok=True)
         return chromadb.PersistentClient(path=str(settings.storage), settings=chroma_settings)
     except Exception as exc:
+        log.debug("persistent Chroma client failed", exc_info=True)
         raise StoreError(f"cannot open the store in {settings.storage}: {exc}") from exc
 
 
@@ -123,6 +128,7 @@ class PaperIndex:
                 f"{settings.collection}_chunks", metadata=space, embedding_function=None
             )
         except Exception as exc:
+            log.debug("opening the collections failed", exc_info=True)
             raise StoreError(f"cannot open the collections in {store_label(settings)}: {exc}") from exc
         self.vector_store = ChromaVectorStore(chroma_collection=self.chunks)
         self.splitter = SentenceSplitter(chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap)
@@ -229,6 +235,7 @@ class PaperIndex:
                 self.chunks.delete(where={"doc_id": {"$in": ids}})
                 self.papers.delete(ids=ids)
             report.removed = len(gone)
+        log.info("index: %s", report)
         return report
 
     def _write_batch(self, batch: Sequence[tuple[Paper, str]]) -> int:
