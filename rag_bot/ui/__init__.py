@@ -11,7 +11,8 @@ import os
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no calls home from a local tool
 
-from rag_bot.ui.app import auth_pairs, build_app, check_upload, ensure_index, serve  # noqa: E402
+from rag_bot.ui.app import auth_pairs, build_app, ensure_index, serve  # noqa: E402
+from rag_bot.ui.collection import check_upload  # noqa: E402
 from rag_bot.ui.render import MODES  # noqa: E402
 
 __all__ = ["MODES", "auth_pairs", "build_app", "check_upload", "ensure_index", "serve"]

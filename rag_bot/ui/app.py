@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rag_bot.corpus import SUFFIXES
 from rag_bot.engine import Engine
 from rag_bot.logs import configure_logging
 from rag_bot.settings import Settings
@@ -67,19 +66,6 @@ def auth_pairs(value: str | None) -> list[tuple[str, str]] | None:
     if not pairs:
         raise ValueError(f"RAG_BOT_AUTH file {path} holds no user:password line")
     return pairs
-
-
-def check_upload(path: Path, max_mb: int) -> str | None:
-    """Why an uploaded file is refused (type or size), or None."""
-    name = path.name.lower()
-    if not any(name.endswith(s) for s in SUFFIXES):
-        return f"not a corpus file type (accepted: {', '.join(SUFFIXES)})"
-    size = path.stat().st_size
-    if size > max_mb * 1024 * 1024:
-        return f"{size / 1024 / 1024:.1f} MB is over the {max_mb} MB limit"
-    if size == 0:
-        return "empty file"
-    return None
 
 
 def ensure_index(engine: Engine) -> None:

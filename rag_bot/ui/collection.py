@@ -9,12 +9,25 @@ from typing import Any
 
 import gradio as gr
 
-from rag_bot.corpus import ReadResult
-from rag_bot.ui.app import check_upload
+from rag_bot.corpus import SUFFIXES, ReadResult
 from rag_bot.ui.base import Library, Shared
 from rag_bot.ui.render import paper_table, upload_summary
 
 log = logging.getLogger(__name__)
+
+
+
+def check_upload(path: Path, max_mb: int) -> str | None:
+    """Why an uploaded file is refused (type or size), or None."""
+    name = path.name.lower()
+    if not any(name.endswith(s) for s in SUFFIXES):
+        return f"not a corpus file type (accepted: {', '.join(SUFFIXES)})"
+    size = path.stat().st_size
+    if size > max_mb * 1024 * 1024:
+        return f"{size / 1024 / 1024:.1f} MB is over the {max_mb} MB limit"
+    if size == 0:
+        return "empty file"
+    return None
 
 
 class CollectionPanel:
