@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -62,11 +63,26 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _questions(args: argparse.Namespace) -> list[str]:
-    if args.batch:
-        stream = sys.stdin if args.batch == "-" else open(args.batch, encoding="utf-8")
-        with stream:
-            return [line.strip() for line in stream if line.strip()]
-    return [" ".join(args.question)]
+    """The question, or the non-blank lines of the batch (a line that is not UTF-8 is reported and skipped)."""
+    if not args.batch:
+        return [" ".join(args.question)]
+    if args.batch == "-":
+        data = sys.stdin.buffer.read()
+    else:
+        with open(args.batch, "rb") as stream:
+            data = stream.read()
+    questions = []
+    for lineno, raw in enumerate(data.splitlines(), start=1):
+        try:
+            line = raw.decode("utf-8").strip()
+        except UnicodeDecodeError as exc:
+            where = "standard input" if args.batch == "-" else args.batch
+            print(f"rag-bot: {where}, line {lineno}: not valid UTF-8 (byte 0x{raw[exc.start]:02x}); skipped",
+                  file=sys.stderr)
+            continue
+        if line:
+            questions.append(line)
+    return questions
 
 
 def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
@@ -79,6 +95,10 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
         return _fail(f"cannot read {args.batch}: {exc.strerror}", 2)
     if not args.batch and not questions[0].strip():
         return _fail("the question is empty; try: rag-bot ask \"what does the collection say about X?\"", 2)
+    try:
+        questions[0].encode("utf-8")
+    except UnicodeEncodeError:  # bytes that are not UTF-8 on the command line arrive as lone surrogates
+        return _fail("the question is not valid UTF-8 text; check the terminal's encoding", 2)
     from rag_bot.engine import Engine
 
     engine = Engine(settings)
@@ -216,7 +236,13 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(f"bad setting: {exc}".splitlines()[0] + " (see README, Settings)", 2)
     configure_logging(settings.log_level)
     try:
-        return int(args.func(args, settings))
+        code = int(args.func(args, settings))
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return code
+    except BrokenPipeError:
+        # The reader went away (`rag-bot stats | head -1`): stop quietly like other Unix tools (128 + SIGPIPE).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except (NoIndexError, StoreError) as exc:
         log.debug("stopped", exc_info=True)
         return _fail(str(exc))
@@ -224,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(str(exc), 2)
     except KeyboardInterrupt:
         return _fail("interrupted; run the same command again to finish", 130)
+    except Exception as exc:  # the last resort: one line for the user, the traceback at DEBUG
+        log.debug("unexpected error", exc_info=True)
+        return _fail(f"unexpected error ({type(exc).__name__}); run with RAG_BOT_LOG_LEVEL=DEBUG for details")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import csv
 import gzip
 import json
 import logging
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,9 @@ SEED_HEADER = "ICML 2026 Papers"
 SUFFIXES = (".txt", ".jsonl", ".jsonl.gz", ".csv")
 CSV_COLUMNS = ("id", "title", "abstract")
 MIN_ABSTRACT_WORDS = 8
-
+# Lone surrogates: undecodable bytes (kept by "surrogateescape") or `\ud800`-style JSON escapes; not encodable text.
+SURROGATES = re.compile("[\ud800-\udfff]")
+JSON_TYPES = {list: "an array", dict: "an object", bool: "a boolean", int: "a number", float: "a number"}
 
 
 @dataclass
@@ -53,13 +56,27 @@ def _read_text(path: Path, result: ReadResult) -> str | None:
     if b"\x00" in data[:8192]:
         result.problems.append(Problem(path=str(path), message="binary file, not text; skipped"))
         return None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        result.problems.append(
-            Problem(path=str(path), message=f"not UTF-8 text (byte {exc.start}); skipped")
-        )
-        return None
+    text = data.decode("utf-8-sig", errors="surrogateescape")
+    if not SURROGATES.search(text):
+        return text
+    # Bad bytes: each line holding some is reported, and read with U+FFFD in their place.
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if SURROGATES.search(line):
+            result.problems.append(
+                Problem(path=str(path), line=lineno, message="not UTF-8 text (invalid bytes shown as \ufffd)")
+            )
+    return SURROGATES.sub("\ufffd", text)
+
+
+def _replace_surrogates(value: object) -> object:
+    """A JSON value with lone surrogates (from `\\ud800`-style escapes) replaced by U+FFFD."""
+    if isinstance(value, str):
+        return SURROGATES.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_replace_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
+    return value
 
 
 def make_paper(doc_id: str, text: str, source: str, title: str | None = None, **extra: object) -> Paper:
@@ -131,9 +148,11 @@ def read_jsonl_file(path: Path) -> ReadResult:
     if text is None:
         return result
     seen: set[str] = set()
+    records = 0
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
+        records += 1
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
@@ -142,12 +161,36 @@ def read_jsonl_file(path: Path) -> ReadResult:
         if not isinstance(record, dict):
             result.problems.append(Problem(path=str(path), line=lineno, message="not a JSON object"))
             continue
+        cleaned = _replace_surrogates(record)
+        if cleaned != record:
+            record = cleaned  # type: ignore[assignment]
+            result.problems.append(Problem(
+                path=str(path), line=lineno, message="invalid character (lone surrogate escape) shown as \ufffd"
+            ))
         _add_record(record, path, lineno, seen, result)
+    if not records:
+        result.problems.append(Problem(path=str(path), message="no records"))
     return result
 
 
 def _add_record(record: dict[str, object], path: Path, lineno: int, seen: set[str], result: ReadResult) -> None:
     """A JSONL or CSV record (`id`, `title`, `abstract`, optional metadata) as a paper, or its problem."""
+    for key in ("id", "title", "abstract", "venue", "url"):
+        value = record.get(key)
+        if value is not None and not isinstance(value, str):
+            what = JSON_TYPES.get(type(value), type(value).__name__)
+            result.problems.append(
+                Problem(path=str(path), line=lineno, message=f"field {key!r} must be a string, not {what}")
+            )
+            return
+    authors = record.get("authors") or []
+    if isinstance(authors, str):
+        authors = [authors]
+    if not isinstance(authors, list) or not all(isinstance(a, str) for a in authors):
+        result.problems.append(
+            Problem(path=str(path), line=lineno, message="field 'authors' must be a string or a list of strings")
+        )
+        return
     missing = [k for k in ("id", "title", "abstract") if not str(record.get(k) or "").strip()]
     if missing:
         what = "empty abstract" if missing == ["abstract"] and "abstract" in record else (
@@ -163,7 +206,6 @@ def _add_record(record: dict[str, object], path: Path, lineno: int, seen: set[st
     year = record.get("year")
     if isinstance(year, str):
         year = year.strip()
-    authors = record.get("authors") or []
     result.papers.append(
         make_paper(
             doc_id,
@@ -171,8 +213,9 @@ def _add_record(record: dict[str, object], path: Path, lineno: int, seen: set[st
             path.name,
             title=" ".join(str(record["title"]).split()),
             venue=str(record["venue"]) if record.get("venue") else None,
-            year=int(year) if isinstance(year, int) or (isinstance(year, str) and year.isdigit()) else None,
-            authors=[str(a).strip() for a in authors] if isinstance(authors, list) else [str(authors)],
+            year=int(year) if (isinstance(year, int) and not isinstance(year, bool))
+            or (isinstance(year, str) and year.isdigit()) else None,
+            authors=[a.strip() for a in authors if a.strip()],
             url=str(record["url"]) if record.get("url") else None,
         )
     )
@@ -201,6 +244,7 @@ def read_csv_file(path: Path) -> ReadResult:
     reader.fieldnames = header
     seen: set[str] = set()
     lineno = reader.line_num + 1
+    rows = 0
     while True:
         try:
             row = next(reader)
@@ -209,6 +253,7 @@ def read_csv_file(path: Path) -> ReadResult:
         except csv.Error as exc:
             result.problems.append(Problem(path=str(path), line=lineno, message=f"bad CSV ({exc})"))
             break
+        rows += 1
         record: dict[str, object] = {k: (v or "").strip() for k, v in row.items() if k and isinstance(v, str)}
         if None in row:
             result.problems.append(Problem(path=str(path), line=lineno, message="more fields than the header"))
@@ -217,6 +262,8 @@ def read_csv_file(path: Path) -> ReadResult:
             record["authors"] = [a.strip() for a in authors.split(";") if a.strip()]
             _add_record(record, path, lineno, seen, result)
         lineno = reader.line_num + 1
+    if not rows:
+        result.problems.append(Problem(path=str(path), message="no records"))
     return result
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rag_bot.text import clean_markup
-from tests.conftest import paper_with
+from tests.conftest import SEEDS, paper_with
 
 BIN = Path(sys.executable).parent
 RAG_BOT = str(BIN / "rag-bot")
@@ -193,3 +193,96 @@ def test_ask_prints_answer_and_sources_without_importing_gradio(run, engine):
     capkv = paper_with(engine, "CapKV")
     assert "[1]" in answer and "Sources:" in answer
     assert f"[1] {clean_markup(engine.retriever.papers[capkv].title)} ({capkv}," in answer
+
+
+def test_lone_surrogate_record_is_indexed_with_a_warning_not_a_crash(run, tmp_path):
+    from rag_bot.engine import Engine
+    from rag_bot.settings import Settings
+
+    data = tmp_path / "odd.jsonl"
+    data.write_text(
+        json.dumps({"id": "good", "title": "Counting pebbles with tiny robots",
+                    "abstract": "We present PebbleBot, a swarm of tiny robots that count pebbles on a beach."}) + "\n"
+        + '{"id": "odd", "title": "Sieves \\ud800 for widgets", '
+        + '"abstract": "We introduce WidgetSieve, a lattice sieve that frobnicates widgets in linear time."}\n',
+        encoding="utf-8",
+    )
+    store = tmp_path / "store"
+    proc = run("ingest", "--quiet", str(data), storage=store)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and f"{data}:2: invalid character" in warnings[0], proc.stderr
+    assert "Read 2 papers" in proc.stdout
+    indexed = {p.doc_id: p.title for p in Engine(Settings(storage=store)).index.all_papers()}
+    assert indexed == {"good": "Counting pebbles with tiny robots", "odd": "Sieves \ufffd for widgets"}
+
+
+@pytest.mark.parametrize(("name", "content"), [("empty.jsonl", ""), ("header-only.csv", "id,title,abstract\n")])
+def test_prune_with_an_empty_file_keeps_the_index_and_says_why(run, tmp_path, name, content):
+    store = tmp_path / "store"
+    assert run("ingest", "--quiet", str(SEEDS), storage=store).returncode == 0
+    empty = tmp_path / name
+    empty.write_text(content)
+    proc = run("ingest", "--quiet", "--prune", str(empty), storage=store)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert f"warning: {empty}: no records" in proc.stderr
+    assert "--prune was skipped" in proc.stderr
+    assert "The index holds 38 papers" in proc.stdout
+    assert run("stats", storage=store).stdout.startswith("38 papers, ")
+
+
+@pytest.mark.parametrize("args", [["stats"], ["ask", "how", "does", "capkv", "work"]], ids=["stats", "ask"])
+def test_closed_output_pipe_ends_quietly(seed_storage, tmp_path, args):
+    """`rag-bot stats | head -1`: the reader goes away before rag-bot writes."""
+    proc = subprocess.Popen([RAG_BOT, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=_env(seed_storage), cwd=tmp_path)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=180) == 141
+    assert stderr == ""
+
+
+def test_question_with_invalid_utf8_exits_2_with_one_line(run):
+    proc = run("ask", "what does caf\udcff do?")  # the bytes b"caf\xff" on the command line
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "not valid UTF-8" in lines[0], proc.stderr
+
+
+def test_batch_skips_a_line_with_invalid_utf8_and_answers_the_others(run, seed_storage, tmp_path):
+    """The choice: a bad --batch line is reported with its number and skipped; the others are answered (exit 0)."""
+    batch = tmp_path / "questions.txt"
+    batch.write_bytes(b"how does capkv work\ncaf\xff centroids\nCompare CorrSteer and SARSteer\n")
+    for proc in (run("ask", "--json", "--batch", str(batch)),
+                 subprocess.run([RAG_BOT, "ask", "--json", "--batch", "-"], input=batch.read_bytes(),
+                                capture_output=True, env=_env(seed_storage), timeout=180)):
+        stdout = proc.stdout if isinstance(proc.stdout, str) else proc.stdout.decode()
+        stderr = proc.stderr if isinstance(proc.stderr, str) else proc.stderr.decode()
+        assert proc.returncode == 0, stderr
+        assert "Traceback" not in stderr
+        assert [o["question"] for o in _objects(stdout)] == ["how does capkv work", "Compare CorrSteer and SARSteer"]
+        assert "line 2" in stderr and "not valid UTF-8" in stderr and "skipped" in stderr
+
+
+def test_unexpected_error_is_one_line_and_the_traceback_goes_to_debug_logging(run):
+    code = (
+        "import os, sys\n"
+        "from rag_bot import cli\n"
+        "from rag_bot.engine import Engine\n"
+        "def boom(self): raise RuntimeError('boom')\n"
+        "Engine.stats = boom\n"
+        "if sys.argv[1:]: os.environ['RAG_BOT_LOG_LEVEL'] = 'DEBUG'\n"
+        "sys.exit(cli.main(['stats']))\n"
+    )
+    proc = run("-c", code, exe=[sys.executable])
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == [
+        "rag-bot: unexpected error (RuntimeError); run with RAG_BOT_LOG_LEVEL=DEBUG for details"
+    ]
+    debug = run("-c", code, "debug", exe=[sys.executable])
+    assert debug.returncode == 1
+    assert "Traceback" in debug.stderr and "RuntimeError: boom" in debug.stderr

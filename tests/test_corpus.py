@@ -240,3 +240,65 @@ def test_csv_without_the_required_columns_is_reported(tmp_path: Path) -> None:
     result = read_file(path)
     assert result.papers == []
     assert "header lacks column 'id'" in str(result.problems[0]) and result.problems[0].line == 1
+
+
+def test_lone_surrogate_in_jsonl_is_a_line_problem_and_the_file_is_still_indexed(tmp_path: Path) -> None:
+    path = tmp_path / "odd.jsonl"
+    path.write_text(
+        json.dumps({"id": "ok-1", "title": "Good", "abstract": _abstract(1)}) + "\n"
+        + '{"id": "odd", "title": "Odd \\ud800 title", "abstract": "' + _abstract(2) + '"}\n'
+        + json.dumps({"id": "ok-3", "title": "Good too", "abstract": _abstract(3)}) + "\n"
+    )
+    result = read_file(path)
+    assert [p.doc_id for p in result.papers] == ["ok-1", "odd", "ok-3"]
+    assert result.papers[1].title == "Odd \ufffd title"
+    assert all(p.content_hash for p in result.papers)
+    assert [(p.path, p.line) for p in result.problems] == [(str(path), 2)]
+    assert "invalid character" in result.problems[0].message
+
+
+def test_bad_byte_in_seed_file_is_reported_by_line_and_the_other_abstracts_kept(tmp_path: Path) -> None:
+    path = tmp_path / "bytes.txt"
+    path.write_bytes(
+        f"ICML 2026 Papers\n\n{_abstract(1)}\n\n".encode() + b"We propose Caf\xff Net, " + _abstract(2).encode()
+        + f"\n\n{_abstract(3)}\n".encode()
+    )
+    result = read_file(path)
+    assert [p.doc_id for p in result.papers] == ["bytes#1", "bytes#2", "bytes#3"]
+    assert "Caf\ufffd Net" in result.papers[1].text
+    assert [str(p) for p in result.problems] == [f"{path}:5: not UTF-8 text (invalid bytes shown as \ufffd)"]
+
+
+@pytest.mark.parametrize(("name", "content"), [("empty.jsonl", ""), ("blank.jsonl", "\n  \n"),
+                                               ("header.csv", "id,title,abstract\n")])
+def test_a_file_without_records_is_a_problem(tmp_path: Path, name: str, content: str) -> None:
+    path = tmp_path / name
+    path.write_text(content)
+    result = read_file(path)
+    assert result.papers == []
+    assert [str(p) for p in result.problems] == [f"{path}: no records"]
+
+
+def test_wrong_jsonl_types_are_reported_with_their_line(tmp_path: Path) -> None:
+    records = [
+        {"id": "ok-1", "title": "Good", "abstract": _abstract(1), "year": 2024, "authors": "Ada Lovelace"},
+        {"id": "list-title", "title": ["a", "b"], "abstract": _abstract(2)},
+        {"id": "bool-abstract", "title": "T", "abstract": True},
+        {"id": 7, "title": "Numeric id", "abstract": _abstract(4)},
+        {"id": "bad-authors", "title": "T", "abstract": _abstract(5), "authors": [1, 2]},
+        {"id": "obj-venue", "title": "T", "abstract": _abstract(6), "venue": {"name": "ICML"}},
+        {"id": "ok-7", "title": "Good too", "abstract": _abstract(7), "year": True, "authors": ["A", "B"]},
+    ]
+    path = tmp_path / "types.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    result = read_file(path)
+    assert [p.doc_id for p in result.papers] == ["ok-1", "ok-7"]
+    assert (result.papers[0].year, result.papers[0].authors) == (2024, ["Ada Lovelace"])
+    assert (result.papers[1].year, result.papers[1].authors) == (None, ["A", "B"])
+    assert [str(p) for p in result.problems] == [
+        f"{path}:2: field 'title' must be a string, not an array",
+        f"{path}:3: field 'abstract' must be a string, not a boolean",
+        f"{path}:4: field 'id' must be a string, not a number",
+        f"{path}:5: field 'authors' must be a string or a list of strings",
+        f"{path}:6: field 'venue' must be a string, not an object",
+    ]
