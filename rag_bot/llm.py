@@ -22,7 +22,7 @@ from rag_bot.compose import PaperSynthesizer, WriterUnavailable
 from rag_bot.prompts import ANSWER_USER_TEMPLATE, CONDENSE_TEMPLATE, answer_messages, condense_messages
 from rag_bot.sentences import SentenceIndex
 from rag_bot.settings import Settings
-from rag_bot.text import clean_markup
+from rag_bot.text import clean_markup, mask_credentials
 from rag_bot.types import Answer, Citation, Mode, Paper, ScoredPaper
 
 log = logging.getLogger(__name__)
@@ -231,8 +231,8 @@ class LLMComposer(PaperSynthesizer):
         if isinstance(exc, openai.APIStatusError):
             return f"the server refused the request ({exc.status_code})"
         if isinstance(exc, openai.APIConnectionError):
-            return f"cannot reach {self._base_url}"
-        return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'failed'}"
+            return f"cannot reach {mask_credentials(self._base_url or '')}"
+        return mask_credentials(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'failed'}")
 
     def generate(self, messages: Sequence[ChatMessage], stream: bool, max_tokens: int | None = None) -> Iterator[str]:
         """The model's reply as text deltas (one delta when not streaming); raises `WriterUnavailable` with the

@@ -23,6 +23,9 @@ class Settings(BaseSettings):
         None, description="http://host:port of a Chroma server (`chroma run`); overrides `storage`."
     )
     collection: str = Field("abstracts", description="Name prefix of the Chroma collections.")
+    max_abstract_chars: int = Field(
+        20000, ge=100, description="Longest abstract accepted (characters); longer records are cut, with a warning."
+    )
 
     # --- chunking and embedding -----------------------------------------------------------------
     chunk_size: int = Field(

@@ -169,3 +169,11 @@ def topic_query(question: str) -> str:
     """The question without the words that ask for a mode ("summarize the work on X" -> "X")."""
     topic = " ".join(_INSTRUCTION.sub(" ", question).split()).strip(" ,.;:?")
     return topic if len(topic) >= 3 else question
+
+
+_CREDENTIALS = re.compile(r"(?<=://)[^/@\s]+@")
+
+
+def mask_credentials(text: str) -> str:
+    """Text with the `user:password@` of any URL in it replaced by `***@`, safe to show or log."""
+    return _CREDENTIALS.sub("***@", text)
