@@ -223,14 +223,19 @@ def _add_record(record: dict[str, object], path: Path, lineno: int, seen: set[st
 
 def read_csv_file(path: Path) -> ReadResult:
     """CSV with a header row naming `id`, `title`, `abstract` and optional `venue`, `year`, `authors`
-    (separated by `;`), `url`; a record may span lines (quoted fields), problems give its first line."""
+    (separated by `;`), `url`; a record may span lines (quoted fields), problems give its first line.
+
+    Quotes are parsed strictly: a quote that is never closed (or closed in the middle of a field) is reported as
+    `file:line: unterminated quote` at the record's first line, and reading resumes on the next line, so the rows
+    after it are kept instead of being swallowed into one field."""
     result = ReadResult(files=1)
     text = _read_text(path, result)
     if text is None:
         return result
-    reader = csv.DictReader(text.splitlines(keepends=True))
+    lines = text.splitlines(keepends=True)
+    header_reader = csv.reader(lines[:1], strict=True)
     try:
-        header = [(name or "").strip().lower() for name in (reader.fieldnames or [])]
+        header = [name.strip().lower() for name in next(header_reader, [])]
     except csv.Error as exc:
         result.problems.append(Problem(path=str(path), line=1, message=f"bad CSV header ({exc})"))
         return result
@@ -241,30 +246,45 @@ def read_csv_file(path: Path) -> ReadResult:
                     + f" (expected {','.join(CSV_COLUMNS)} and optional venue,year,authors,url)")
         )
         return result
-    reader.fieldnames = header
     seen: set[str] = set()
-    lineno = reader.line_num + 1
     rows = 0
-    while True:
+    start = 1  # index in `lines` where the current reader starts
+    while start < len(lines):
+        reader = csv.reader(lines[start:], strict=True)
+        lineno = start + 1
         try:
-            row = next(reader)
-        except StopIteration:
+            for row in reader:
+                if row:
+                    rows += 1
+                    _add_csv_row(row, header, path, lineno, seen, result)
+                lineno = start + reader.line_num + 1
             break
         except csv.Error as exc:
-            result.problems.append(Problem(path=str(path), line=lineno, message=f"bad CSV ({exc})"))
-            break
-        rows += 1
-        record: dict[str, object] = {k: (v or "").strip() for k, v in row.items() if k and isinstance(v, str)}
-        if None in row:
-            result.problems.append(Problem(path=str(path), line=lineno, message="more fields than the header"))
-        elif any(record.values()):
-            authors = str(record.get("authors") or "")
-            record["authors"] = [a.strip() for a in authors.split(";") if a.strip()]
-            _add_record(record, path, lineno, seen, result)
-        lineno = reader.line_num + 1
+            rows += 1
+            spans_lines = start + reader.line_num + 1 > lineno + 1
+            if spans_lines or "end of data" in str(exc):
+                message = "unterminated quote (a quoted field is never closed); row skipped"
+            else:
+                message = f"bad CSV ({exc}); row skipped"
+            result.problems.append(Problem(path=str(path), line=lineno, message=message))
+            start = lineno  # resume on the line after the record's first line
     if not rows:
         result.problems.append(Problem(path=str(path), message="no records"))
     return result
+
+
+def _add_csv_row(
+    row: list[str], header: list[str], path: Path, lineno: int, seen: set[str], result: ReadResult
+) -> None:
+    if len(row) > len(header):
+        result.problems.append(Problem(path=str(path), line=lineno, message="more fields than the header"))
+        return
+    record: dict[str, object] = {k: v.strip() for k, v in zip(header, row) if k}
+    if not any(record.values()):
+        return
+    authors = str(record.get("authors") or "")
+    record["authors"] = [a.strip() for a in authors.split(";") if a.strip()]
+    _add_record(record, path, lineno, seen, result)
 
 
 def read_file(path: Path) -> ReadResult:

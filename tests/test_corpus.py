@@ -302,3 +302,39 @@ def test_wrong_jsonl_types_are_reported_with_their_line(tmp_path: Path) -> None:
         f"{path}:5: field 'authors' must be a string or a list of strings",
         f"{path}:6: field 'venue' must be a string, not an object",
     ]
+
+
+def _plain(n: int) -> str:
+    return _abstract(n).replace(",", "")
+
+
+def test_csv_unterminated_quote_is_reported_and_the_rows_after_it_are_kept(tmp_path: Path) -> None:
+    path = tmp_path / "quotes.csv"
+    path.write_text(
+        "id,title,abstract\n"
+        f'q1,One,"{_plain(1)}"\n'
+        f'q2,Two,"{_plain(2)}\n'  # the quote is never closed
+        f"q3,Three,{_plain(3)}\n"
+        f'q4,Four,"{_plain(4)}\nwhich spans two lines."\n'
+        f"q5,Five,{_plain(5)}\n"
+    )
+    result = read_file(path)
+    assert [p.doc_id for p in result.papers] == ["q1", "q3", "q4", "q5"]
+    assert all("q3," not in p.text for p in result.papers)
+    assert result.papers[2].text.endswith("which spans two lines.")
+    assert [str(p) for p in result.problems] == [
+        f"{path}:3: unterminated quote (a quoted field is never closed); row skipped"
+    ]
+
+
+def test_csv_quote_closed_mid_field_is_reported_and_reading_goes_on(tmp_path: Path) -> None:
+    path = tmp_path / "quotes.csv"
+    path.write_text(
+        "id,title,abstract\n"
+        f'q1,"One" and more,{_plain(1)}\n'
+        f'q2,Two,"{_plain(2)}\n'
+        f'q3,"Three",{_plain(3)}\n'
+    )
+    result = read_file(path)
+    assert [p.doc_id for p in result.papers] == ["q3"]
+    assert [(p.line, p.message.split(" (")[0]) for p in result.problems] == [(2, "bad CSV"), (3, "unterminated quote")]
