@@ -37,6 +37,16 @@ _FOLLOW_UP = re.compile(
     re.IGNORECASE,
 )
 REWRITE_TURNS = 3  # earlier turns the model sees when it rewrites a follow-up
+MAX_QUESTION_CHARS = 4000  # a pasted abstract fits; longer text only slows every stage down
+_UNPRINTABLE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def clean_question(question: str | None) -> str:
+    """A question as the stages take it: one line of printable text, lone surrogates (from undecodable bytes)
+    replaced, at most MAX_QUESTION_CHARS characters."""
+    text = (question or "").encode("utf-8", "replace").decode("utf-8")
+    text = _UNPRINTABLE.sub(" ", text)
+    return " ".join(text.split())[:MAX_QUESTION_CHARS]
 
 
 def default_writer(settings: Settings, sentences: SentenceIndex) -> PaperSynthesizer:
@@ -174,7 +184,7 @@ class Engine:
     def query(self, question: str, mode: Mode | None = None, history: Sequence[Turn] | None = None,
               max_papers: int | None = None, stream: bool = False) -> PaperQuery:
         """The question as the query engine takes it: what to search with, what to answer, in which mode."""
-        question = " ".join((question or "").split())
+        question = clean_question(question)
         if not question:
             raise EmptyQuestionError("the question is empty")
         history = list(history or [])
@@ -223,7 +233,7 @@ class Engine:
             answer.notice = f"The language model ({self.writer_name}) could not answer: {exc}. " \
                             f"This answer is from the offline composer."
         done = time.perf_counter()
-        answer.question = " ".join(question.split())
+        answer.question = clean_question(question)
         answer.timings_ms = {
             "retrieve": round((retrieved - start) * 1000, 1),
             "compose": round((done - retrieved) * 1000, 1),

@@ -91,17 +91,47 @@ def _is_distinctive(alias: str) -> bool:
     return bool(re.search(r"[a-z][A-Z]|[a-z]-?[A-Z0-9]|[A-Z][a-z]+\s+(?:[IVX]+|\d)", alias))
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """What retrieval knows of the collection at one moment: its papers, BM25 index, word statistics and alias
+    table. Built whole and swapped in one assignment, so a question answered during an ingest sees either the
+    old collection or the new one, never a mix."""
+
+    papers: dict[str, Paper] = field(default_factory=dict)
+    ids: list[str] = field(default_factory=list)  # BM25 row -> doc_id
+    chunks: int = 0
+    names: NameIndex = field(default_factory=NameIndex)
+    bm25: Any = None
+    doc_terms: dict[str, set[str]] = field(default_factory=dict)  # doc_id -> its stemmed words
+    df: dict[str, int] = field(default_factory=dict)  # stemmed word -> papers holding it
+
+    def idf(self, term: str) -> float:
+        """Inverse document frequency of a stemmed word."""
+        return math.log((len(self.ids) + 1) / (self.df.get(term, 0) + 0.5))
+
+    def bm25_scores(self, stems: list[str], k: int) -> dict[str, float]:
+        """BM25 scores of the best `k` papers for the stemmed query words it knows."""
+        if self.bm25 is None:
+            return {}
+        known = self.bm25.vocab_dict
+        stems = [t for t in stems if t in known]
+        if not stems:
+            return {}
+        docs, scores = self.bm25.retrieve([stems], k=min(k, len(self.ids)), show_progress=False)
+        return {self.ids[int(d)]: float(s) for d, s in zip(docs[0], scores[0]) if s > 0}
+
+
 class PaperRetriever(BaseRetriever):
     """llama-index retriever whose nodes are whole papers, ranked by fused dense + BM25 evidence."""
 
     def __init__(self, index: PaperIndex, settings: Settings) -> None:
         super().__init__()
+        import Stemmer
+
         self.index = index
         self.settings = settings
-        self._papers: dict[str, Paper] = {}
-        self._ids: list[str] = []
-        self._bm25: Any = None
-        self.names = NameIndex()
+        self._stemmer = Stemmer.Stemmer("english")
+        self._snapshot = Snapshot()
         self.reload()
 
     def reload(self) -> None:
@@ -110,41 +140,39 @@ class PaperRetriever(BaseRetriever):
         The lexical side is built in every retrieval mode: grounding's word coverage needs it even when only
         the dense ranking is used (docs/eval.md)."""
         papers = self.index.all_papers()
-        self._papers = {p.doc_id: p for p in papers}
-        self._ids = [p.doc_id for p in papers]
-        self._chunks = self.index.chunk_count()
-        self.names = NameIndex.build(papers)
-        self._bm25 = None
-        self._doc_terms: dict[str, set[str]] = {}
-        self._df: dict[str, int] = {}
-        if not papers:
-            return
-        import bm25s
-        import Stemmer
+        ids = [p.doc_id for p in papers]
+        bm25: Any = None
+        doc_terms: dict[str, set[str]] = {}
+        df: dict[str, int] = {}
+        if papers:
+            import bm25s
 
-        self._stemmer = Stemmer.Stemmer("english")
-        corpus = [f"{p.title} {' '.join(p.aliases)} {clean_markup(p.text)}" for p in papers]
-        tokens = bm25s.tokenize(corpus, stopwords="en", stemmer=self._stemmer, show_progress=False)
-        self._bm25 = bm25s.BM25()
-        self._bm25.index(tokens, show_progress=False)
-        vocab = {i: w for w, i in tokens.vocab.items()}
-        self._doc_terms = {d: {vocab[t] for t in ids} for d, ids in zip(self._ids, tokens.ids)}
-        for terms in self._doc_terms.values():
-            for term in terms:
-                self._df[term] = self._df.get(term, 0) + 1
-        log.info("retriever loaded %d papers (%d chunks)", len(papers), self._chunks)
+            corpus = [f"{p.title} {' '.join(p.aliases)} {clean_markup(p.text)}" for p in papers]
+            tokens = bm25s.tokenize(corpus, stopwords="en", stemmer=self._stemmer, show_progress=False)
+            bm25 = bm25s.BM25()
+            bm25.index(tokens, show_progress=False)
+            vocab = {i: w for w, i in tokens.vocab.items()}
+            doc_terms = {d: {vocab[t] for t in row} for d, row in zip(ids, tokens.ids)}
+            for terms in doc_terms.values():
+                for term in terms:
+                    df[term] = df.get(term, 0) + 1
+        self._snapshot = Snapshot(
+            papers={p.doc_id: p for p in papers}, ids=ids, chunks=self.index.chunk_count(),
+            names=NameIndex.build(papers), bm25=bm25, doc_terms=doc_terms, df=df,
+        )
+        log.info("retriever loaded %d papers (%d chunks)", len(papers), self._snapshot.chunks)
 
     @property
     def papers(self) -> dict[str, Paper]:
         """The collection, by doc_id."""
-        return self._papers
+        return self._snapshot.papers
 
-    def _dense(self, question: str, k: int, embedding: list[float] | None = None) -> dict[str, float]:
+    def _dense(self, snap: Snapshot, question: str, k: int, embedding: list[float] | None = None) -> dict[str, float]:
         """Best cosine similarity per paper, over its chunks and its whole-abstract vector (Chroma's cosine
         space reports distance = 1 - cosine)."""
         embedding = embedding or self.index.embedder.get_query_embedding(question)
         best: dict[str, float] = {}
-        for collection, size, key in ((self.index.chunks, self._chunks, "doc_id"), (self.index.papers, len(self._ids), None)):
+        for collection, size, key in ((self.index.chunks, snap.chunks, "doc_id"), (self.index.papers, len(snap.ids), None)):
             if not size:
                 continue
             got = collection.query(query_embeddings=[embedding], n_results=min(k, size),
@@ -152,7 +180,8 @@ class PaperRetriever(BaseRetriever):
             metadatas = (got["metadatas"] or [[]])[0]
             for record_id, meta, distance in zip(got["ids"][0], metadatas, (got["distances"] or [[]])[0]):
                 doc_id = str((meta or {}).get(key, "")) if key else record_id
-                best[doc_id] = max(best.get(doc_id, -1.0), 1.0 - float(distance))
+                if doc_id in snap.papers:  # a paper written after this snapshot is not ranked yet
+                    best[doc_id] = max(best.get(doc_id, -1.0), 1.0 - float(distance))
         return best
 
     def _stems(self, text: str) -> list[str]:
@@ -161,17 +190,9 @@ class PaperRetriever(BaseRetriever):
         return list(bm25s.tokenize([text], stopwords="en", stemmer=self._stemmer, show_progress=False,
                                    return_ids=False)[0])
 
-    def _bm25_scores(self, question: str, k: int, extra_stems: list[str] | None = None) -> dict[str, float]:
-        if self._bm25 is None:
-            return {}
-        known = self._bm25.vocab_dict
-        stems = [t for t in self._stems(question) + (extra_stems or []) if t in known]
-        if not stems:
-            return {}
-        docs, scores = self._bm25.retrieve([stems], k=min(k, len(self._ids)), show_progress=False)
-        return {self._ids[int(d)]: float(s) for d, s in zip(docs[0], scores[0]) if s > 0}
-
-    def _feedback(self, topic: str, fused: dict[str, float], k: int) -> tuple[dict[str, float], dict[str, float]]:
+    def _feedback(
+        self, snap: Snapshot, topic: str, fused: dict[str, float], k: int
+    ) -> tuple[dict[str, float], dict[str, float]]:
         """Pseudo-relevance feedback for long questions: the query vector moves toward the top papers'
         abstracts (Rocchio) and BM25 gets their most specific shared terms (measured in docs/eval.md)."""
         top = sorted(fused, key=fused.__getitem__, reverse=True)[: FEEDBACK_PAPERS]
@@ -180,14 +201,13 @@ class PaperRetriever(BaseRetriever):
         if vectors:
             query = query + np.mean([np.asarray(v) for v in vectors.values()], axis=0)
             query /= max(float(np.linalg.norm(query)), 1e-9)
-        dense = self._dense(topic, k, embedding=query.tolist())
+        dense = self._dense(snap, topic, k, embedding=query.tolist())
         counts: dict[str, int] = {}
         for doc_id in top[: FEEDBACK_PAPERS // 2]:
-            for term in self._doc_terms.get(doc_id, ()):
+            for term in snap.doc_terms.get(doc_id, ()):
                 counts[term] = counts.get(term, 0) + 1
-        n = len(self._ids)
-        ranked_terms = sorted(counts, key=lambda t: -counts[t] * math.log((n + 1) / (self._df.get(t, 0) + 0.5)))
-        lexical = self._bm25_scores(topic, k, extra_stems=ranked_terms[:FEEDBACK_TERMS])
+        ranked_terms = sorted(counts, key=lambda t: -counts[t] * snap.idf(t))
+        lexical = snap.bm25_scores(self._stems(topic) + ranked_terms[:FEEDBACK_TERMS], k)
         return dense, lexical
 
     def similarities(self, question: str, doc_ids: list[str]) -> dict[str, float]:
@@ -196,62 +216,62 @@ class PaperRetriever(BaseRetriever):
         query = np.asarray(self.index.embedder.get_query_embedding(topic_query(question)))
         return {d: float(np.dot(query, np.asarray(v))) for d, v in vectors.items()}
 
-    def question_weights(self, question: str) -> dict[str, float]:
+    def _question_weights(self, snap: Snapshot, question: str) -> dict[str, float]:
         """IDF weights of the question's content words (stemmed), for `coverage`."""
-        if not self._doc_terms:
+        if not snap.doc_terms:
             return {}
-        n = len(self._ids)
-        return {t: math.log((n + 1) / (self._df.get(t, 0) + 0.5)) for t in set(self._stems(topic_query(question)))
-                if len(t) > 2}
+        return {t: snap.idf(t) for t in set(self._stems(topic_query(question))) if len(t) > 2}
 
-    def coverage(self, question: str, doc_id: str, weights: dict[str, float] | None = None) -> float:
+    @staticmethod
+    def _coverage(snap: Snapshot, doc_id: str, weights: dict[str, float]) -> float:
         """IDF-weighted share of the question's content words that occur in the paper (lexical evidence)."""
-        terms = self._doc_terms.get(doc_id)
-        if not terms:
-            return 0.0
-        weights = self.question_weights(question) if weights is None else weights
+        terms = snap.doc_terms.get(doc_id)
         total = sum(weights.values())
-        return sum(w for t, w in weights.items() if t in terms) / total if total > 0 else 0.0
+        if not terms or total <= 0:
+            return 0.0
+        return sum(w for t, w in weights.items() if t in terms) / total
 
     def retrieve_papers(self, question: str, top_k: int | None = None) -> list[ScoredPaper]:
         """Papers for a question, best first, with their fused score and best dense similarity."""
+        snap = self._snapshot  # one consistent view of the collection for the whole question
         top_k = top_k or self.settings.top_k
-        if not self._ids:
+        if not snap.ids:
             return []
         k = max(self.settings.chunk_candidates, top_k)
         mode = self.settings.retrieval
         topic = topic_query(question)
-        dense = self._dense(topic, k)
-        lexical = self._bm25_scores(topic, k) if mode != "dense" else {}
+        dense = self._dense(snap, topic, k)
+        lexical = snap.bm25_scores(self._stems(topic), k) if mode != "dense" else {}
         weights = {"dense": 1.0, "bm25": 0.0, "hybrid": self.settings.dense_weight}[mode]
         fused = _fuse(dense, lexical, weights)
         long_question = len(question.split()) > LONG_QUESTION_WORDS
-        if long_question and mode == "hybrid" and self.settings.feedback and len(self._ids) > 2 * FEEDBACK_PAPERS:
-            fused = _fuse(*self._feedback(topic, fused, k), weights)
+        if long_question and mode == "hybrid" and self.settings.feedback and len(snap.ids) > 2 * FEEDBACK_PAPERS:
+            fused = _fuse(*self._feedback(snap, topic, fused, k), weights)
         # A long question (a pasted abstract, a query by example) names its own concepts, not papers of
         # the collection: there only unmistakable names count (measured on CSFCube, docs/eval.md).
-        named = self.names.find(question, distinctive_only=long_question)
+        named = snap.names.find(question, distinctive_only=long_question)
         for position, doc_id in enumerate(named):
             fused[doc_id] = fused.get(doc_id, 0.0) + 1.0 - position * 0.01
-        ranked = sorted(fused, key=fused.__getitem__, reverse=True)[:top_k]
+        ranked = [d for d in sorted(fused, key=fused.__getitem__, reverse=True) if d in snap.papers][:top_k]
         missing = [d for d in ranked if d not in dense]
         if missing:  # named or BM25-only papers: their similarity still comes from the dense model
             dense.update(self.similarities(topic, missing))
-        word_weights = self.question_weights(question)
+        word_weights = self._question_weights(snap, question)
         return [
             ScoredPaper(
-                paper=self._papers[d], score=round(fused[d], 6), similarity=round(dense.get(d, 0.0), 4),
-                named=d in named, coverage=round(self.coverage(question, d, word_weights), 4) if i < 3 else 0.0,
+                paper=snap.papers[d], score=round(fused[d], 6), similarity=round(dense.get(d, 0.0), 4),
+                named=d in named, coverage=round(self._coverage(snap, d, word_weights), 4) if i < 3 else 0.0,
             )
-            for i, d in enumerate(d for d in ranked if d in self._papers)
+            for i, d in enumerate(ranked)
         ]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         """The query engine's retrieval: ranked papers as nodes, plus the previous turn's papers for a follow-up."""
         papers = self.retrieve_papers(query_bundle.query_str)
         if isinstance(query_bundle, PaperQuery) and query_bundle.carry_over:
+            collection = self.papers
             have = {p.paper.doc_id for p in papers}
-            extra = [d for d in query_bundle.carry_over if d not in have and d in self._papers]
+            extra = [d for d in query_bundle.carry_over if d not in have and d in collection]
             sims = self.similarities(query_bundle.carry_over_question, extra) if extra else {}
-            papers += [ScoredPaper(paper=self._papers[d], score=0.0, similarity=sims.get(d, 0.0)) for d in extra]
+            papers += [ScoredPaper(paper=collection[d], score=0.0, similarity=sims.get(d, 0.0)) for d in extra]
         return [paper_node(p) for p in papers]
