@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import codecs
 import csv
 import gzip
+import io
 import json
 import logging
 import re
+import stat
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from rag_bot.text import derive_title, find_links, introduced_names
 from rag_bot.types import Paper, Problem
@@ -22,6 +27,22 @@ CSV_COLUMNS = ("id", "title", "abstract")
 MIN_ABSTRACT_WORDS = 8
 # Lone surrogates: undecodable bytes (kept by "surrogateescape") or `\ud800`-style JSON escapes; not encodable text.
 SURROGATES = re.compile("[\ud800-\udfff]")
+# Invalid characters, removed from record text: escape sequences a terminal would act on (CSI `ESC[...m`, OSC
+# `ESC]...BEL`, two-character `ESC x`, 8-bit CSI), then control characters other than tab and newline.
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[ -~]|\x9b[0-?]*[ -/]*[@-~]")
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+CLEANED = "control characters or terminal escape sequences removed"
+LINE_BREAK = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
+MAX_FILE_BYTES = 2 * 2**30  # larger files (and gzip files unpacking to more) are refused, not read into memory
+BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"), (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+DECODE_ERRORS = "rag_bot.corpus.escape"
+codecs.register_error(
+    DECODE_ERRORS,
+    lambda e: ("".join(chr(0xDC00 + b) for b in e.object[e.start:e.end]), e.end),  # type: ignore[attr-defined]
+)
 JSON_TYPES = {list: "an array", dict: "an object", bool: "a boolean", int: "a number", float: "a number"}
 
 
@@ -45,27 +66,93 @@ def _suffix(path: Path) -> str:
     return ".jsonl.gz" if name.endswith(".jsonl.gz") else path.suffix.lower()
 
 
+def _lines(text: str, keepends: bool = False) -> list[str]:
+    """Lines split at `\\n`, `\\r\\n` or `\\r` only (as an editor numbers them; `str.splitlines` would also split at
+    form feeds, U+2028 and other characters that may sit inside a record)."""
+    lines = LINE_BREAK.split(text)
+    if lines and not lines[-1]:
+        lines.pop()
+    return lines if keepends else [line.rstrip("\r\n") for line in lines]
+
+
+def _size(n: int) -> str:
+    for unit, factor in (("GB", 2**30), ("MB", 2**20), ("KB", 2**10)):
+        if n >= factor:
+            return f"{n / factor:.3g} {unit}"
+    return f"{n} bytes"
+
+
+def _file_problem(path: Path) -> str | None:
+    """Why `path` is not read at all: not a regular file (a FIFO would hang the read, a link to `/dev/zero` would
+    fill the memory, a device or a folder is no corpus), or over `MAX_FILE_BYTES`."""
+    try:
+        info = path.stat()  # follows symbolic links: the target is what would be read
+    except OSError as exc:
+        return f"cannot read ({exc.strerror})"
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file; skipped"
+    if info.st_size > MAX_FILE_BYTES:
+        return f"file is {_size(info.st_size)}, over the {_size(MAX_FILE_BYTES)} limit; skipped"
+    return None
+
+
+def _decode(data: bytes) -> tuple[str, str] | None:
+    """The text and the name of its encoding (by its byte-order mark, else UTF-8), or None for a binary file.
+
+    Undecodable bytes become lone surrogates (U+DC00 + byte), reported and replaced per line by `_read_text`."""
+    for bom, encoding in BOMS:
+        if data.startswith(bom):
+            return data[len(bom):].decode(encoding, errors=DECODE_ERRORS), encoding.upper()
+    sample = data[:8192]
+    if b"\x00" in sample:
+        # UTF-16 without a byte-order mark: ASCII-range text has a NUL in every other byte, never in the others.
+        even, odd = sample[0::2].count(0), sample[1::2].count(0)
+        if odd >= len(sample) // 4 and even == 0:
+            return data.decode("utf-16-le", errors=DECODE_ERRORS), "UTF-16-LE"
+        if even >= len(sample) // 4 and odd == 0:
+            return data.decode("utf-16-be", errors=DECODE_ERRORS), "UTF-16-BE"
+        return None
+    return data.decode("utf-8", errors=DECODE_ERRORS), "UTF-8"
+
+
 def _read_text(path: Path, result: ReadResult) -> str | None:
+    problem = _file_problem(path)
+    if problem:
+        result.problems.append(Problem(path=str(path), message=problem))
+        return None
     data = path.read_bytes()
     if _suffix(path) == ".jsonl.gz":
         try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
+            with gzip.GzipFile(fileobj=io.BytesIO(data)) as packed:
+                data = packed.read(MAX_FILE_BYTES + 1)
+        except (OSError, EOFError, zlib.error) as exc:
             result.problems.append(Problem(path=str(path), message=f"not a readable gzip file ({exc})"))
             return None
-    if b"\x00" in data[:8192]:
+        if len(data) > MAX_FILE_BYTES:
+            result.problems.append(Problem(
+                path=str(path), message=f"unpacks to over {_size(MAX_FILE_BYTES)}; skipped"
+            ))
+            return None
+    decoded = _decode(data)
+    if decoded is None:
         result.problems.append(Problem(path=str(path), message="binary file, not text; skipped"))
         return None
-    text = data.decode("utf-8-sig", errors="surrogateescape")
+    text, encoding = decoded
     if not SURROGATES.search(text):
         return text
     # Bad bytes: each line holding some is reported, and read with U+FFFD in their place.
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(_lines(text), start=1):
         if SURROGATES.search(line):
             result.problems.append(
-                Problem(path=str(path), line=lineno, message="not UTF-8 text (invalid bytes shown as \ufffd)")
+                Problem(path=str(path), line=lineno, message=f"not {encoding} text (invalid bytes shown as \ufffd)")
             )
     return SURROGATES.sub("\ufffd", text)
+
+
+def _clean(value: str) -> str:
+    """Text without lone surrogates (shown as U+FFFD), terminal escape sequences, and control characters other than
+    tab and newline (NUL, DEL, C0 and C1 codes): none belongs in an abstract, and some act on the reader's terminal."""
+    return CONTROL.sub("", ANSI_ESCAPE.sub("", SURROGATES.sub("\ufffd", value)))
 
 
 def _replace_surrogates(value: object) -> object:
@@ -76,6 +163,17 @@ def _replace_surrogates(value: object) -> object:
         return [_replace_surrogates(v) for v in value]
     if isinstance(value, dict):
         return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
+    return value
+
+
+def _clean_value(value: object) -> object:
+    """A JSON value with every string in it (keys included) cleaned by `_clean`."""
+    if isinstance(value, str):
+        return _clean(value)
+    if isinstance(value, list):
+        return [_clean_value(v) for v in value]
+    if isinstance(value, dict):
+        return {_clean(str(k)): _clean_value(v) for k, v in value.items()}
     return value
 
 
@@ -96,13 +194,30 @@ def make_paper(doc_id: str, text: str, source: str, title: str | None = None, **
     )
 
 
+def _clean_lines(text: str, path: Path, result: ReadResult) -> list[str]:
+    """The lines of a text file, cleaned by `_clean`; each line that held something to remove is reported once."""
+    lines = _lines(text)
+    for n, line in enumerate(lines):
+        cleaned = _clean(line)
+        if cleaned != line and SURROGATES.sub("\ufffd", line) != cleaned:
+            result.problems.append(Problem(path=str(path), line=n + 1, message=CLEANED))
+        lines[n] = cleaned
+    return lines
+
+
+def _by_line(result: ReadResult) -> ReadResult:
+    """The result with its problems in the order of their lines (problems of the whole file last)."""
+    result.problems.sort(key=lambda p: (p.line is None, p.line or 0))
+    return result
+
+
 def read_seed_file(path: Path) -> ReadResult:
     """A seed file: the header line `ICML 2026 Papers`, then abstracts separated by blank lines."""
     result = ReadResult(files=1)
     text = _read_text(path, result)
     if text is None:
         return result
-    lines = text.splitlines()
+    lines = _clean_lines(text, path, result)
     start = 0
     if lines and lines[0].strip() == SEED_HEADER:
         start = 1
@@ -138,7 +253,7 @@ def read_seed_file(path: Path) -> ReadResult:
         result.papers.append(make_paper(f"{path.stem}#{n}", abstract, path.name))
     if not blocks:
         result.problems.append(Problem(path=str(path), message="no abstracts found"))
-    return result
+    return _by_line(result)
 
 
 def read_jsonl_file(path: Path) -> ReadResult:
@@ -149,7 +264,7 @@ def read_jsonl_file(path: Path) -> ReadResult:
         return result
     seen: set[str] = set()
     records = 0
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(_lines(text), start=1):
         if not line.strip():
             continue
         records += 1
@@ -161,16 +276,17 @@ def read_jsonl_file(path: Path) -> ReadResult:
         if not isinstance(record, dict):
             result.problems.append(Problem(path=str(path), line=lineno, message="not a JSON object"))
             continue
-        cleaned = _replace_surrogates(record)
-        if cleaned != record:
-            record = cleaned  # type: ignore[assignment]
+        if _replace_surrogates(record) != record:
             result.problems.append(Problem(
                 path=str(path), line=lineno, message="invalid character (lone surrogate escape) shown as \ufffd"
             ))
-        _add_record(record, path, lineno, seen, result)
+        cleaned = cast("dict[str, object]", _clean_value(record))
+        if cleaned != _replace_surrogates(record):
+            result.problems.append(Problem(path=str(path), line=lineno, message=CLEANED))
+        _add_record(cleaned, path, lineno, seen, result)
     if not records:
         result.problems.append(Problem(path=str(path), message="no records"))
-    return result
+    return _by_line(result)
 
 
 def _add_record(record: dict[str, object], path: Path, lineno: int, seen: set[str], result: ReadResult) -> None:
@@ -232,7 +348,7 @@ def read_csv_file(path: Path) -> ReadResult:
     text = _read_text(path, result)
     if text is None:
         return result
-    lines = text.splitlines(keepends=True)
+    lines = _lines(text, keepends=True)
     header_reader = csv.reader(lines[:1], strict=True)
     try:
         header = [name.strip().lower() for name in next(header_reader, [])]
@@ -270,7 +386,7 @@ def read_csv_file(path: Path) -> ReadResult:
             start = lineno  # resume on the line after the record's first line
     if not rows:
         result.problems.append(Problem(path=str(path), message="no records"))
-    return result
+    return _by_line(result)
 
 
 def _add_csv_row(
@@ -279,7 +395,9 @@ def _add_csv_row(
     if len(row) > len(header):
         result.problems.append(Problem(path=str(path), line=lineno, message="more fields than the header"))
         return
-    record: dict[str, object] = {k: v.strip() for k, v in zip(header, row) if k}
+    record: dict[str, object] = {k: _clean(v).strip() for k, v in zip(header, row) if k}
+    if any(_clean(v) != SURROGATES.sub("\ufffd", v) for v in row):
+        result.problems.append(Problem(path=str(path), line=lineno, message=CLEANED))
     if not any(record.values()):
         return
     authors = str(record.get("authors") or "")
@@ -309,14 +427,17 @@ def read_paths(paths: Iterable[Path]) -> ReadResult:
     result = ReadResult()
     for path in paths:
         if path.is_dir():
+            # Entries named like corpus files that are no regular file (FIFOs, devices, dangling links, links to
+            # them) are reported by `read_file` and skipped; folders named `*.txt` are only walked into.
             files = sorted(
-                p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".") and _suffix(p) in SUFFIXES
+                p for p in path.rglob("*")
+                if not p.name.startswith(".") and _suffix(p) in SUFFIXES and not p.is_dir()
             )
             if not files:
                 result.problems.append(Problem(path=str(path), message="folder holds no corpus files"))
             for file in files:
                 result.extend(read_file(file))
-        elif path.exists():
+        elif path.exists() or path.is_symlink():
             result.extend(read_file(path))
         else:
             result.problems.append(Problem(path=str(path), message="no such file or folder"))

@@ -338,3 +338,91 @@ def test_csv_quote_closed_mid_field_is_reported_and_reading_goes_on(tmp_path: Pa
     result = read_file(path)
     assert [p.doc_id for p in result.papers] == ["q3"]
     assert [(p.line, p.message.split(" (")[0]) for p in result.problems] == [(2, "bad CSV"), (3, "unterminated quote")]
+
+
+def _seed_text(*abstracts: str) -> str:
+    return "ICML 2026 Papers\n\n" + "\n\n".join(abstracts) + "\n"
+
+
+def test_only_regular_files_are_read(tmp_path: Path) -> None:
+    import os
+
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "good.txt").write_text(_seed_text(_abstract(1)))
+    os.mkfifo(folder / "pipe.jsonl")  # reading it would wait forever for a writer
+    (folder / "zeros.txt").symlink_to("/dev/zero")  # reading it would fill the memory
+    (folder / "dangling.csv").symlink_to(tmp_path / "gone.csv")
+    result = read_paths([folder])
+    assert [p.doc_id for p in result.papers] == ["good#1"]
+    assert sorted(str(p) for p in result.problems) == [
+        f"{folder / 'dangling.csv'}: cannot read (No such file or directory)",
+        f"{folder / 'pipe.jsonl'}: not a regular file; skipped",
+        f"{folder / 'zeros.txt'}: not a regular file; skipped",
+    ]
+    given = read_paths([folder / "pipe.jsonl", folder / "zeros.txt"])
+    assert given.papers == []
+    assert [p.message for p in given.problems] == ["not a regular file; skipped"] * 2
+
+
+def test_files_over_the_size_limit_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import rag_bot.corpus as corpus
+
+    monkeypatch.setattr(corpus, "MAX_FILE_BYTES", 2**20)
+    big = tmp_path / "big.txt"
+    big.write_text(_seed_text(_abstract(1)) + "x" * 2**21)
+    packed = tmp_path / "bomb.jsonl.gz"
+    packed.write_bytes(gzip.compress(b" " * (2**20 + 1)))
+    result = read_paths([big, packed])
+    assert result.papers == []
+    assert [str(p) for p in result.problems] == [
+        f"{big}: file is 2 MB, over the 1 MB limit; skipped",
+        f"{packed}: unpacks to over 1 MB; skipped",
+    ]
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-8-sig", "utf-32"])
+def test_files_with_a_byte_order_mark_are_decoded(tmp_path: Path, encoding: str) -> None:
+    text = _seed_text("We propose Café-Net, a naïve method that improves retrieval quality by 3 points.", _abstract(2))
+    bom = {"utf-16-le": "\ufeff", "utf-16-be": "\ufeff"}.get(encoding, "")
+    seed = tmp_path / "wide.txt"
+    seed.write_bytes((bom + text).encode(encoding))
+    record = {"id": "w1", "title": "Wide", "abstract": _abstract(1)}
+    jsonl = tmp_path / "wide.jsonl"
+    jsonl.write_bytes((bom + json.dumps(record, ensure_ascii=False) + "\n").encode(encoding))
+    result = read_paths([seed, jsonl])
+    assert result.problems == []
+    assert [p.doc_id for p in result.papers] == ["wide#1", "wide#2", "w1"]
+    assert result.papers[0].text.startswith("We propose Café-Net, a naïve method")
+
+
+def test_utf16_without_byte_order_mark_is_decoded(tmp_path: Path) -> None:
+    path = tmp_path / "nobom.txt"
+    path.write_bytes(_seed_text(_abstract(1)).encode("utf-16-le"))
+    result = read_file(path)
+    assert (result.problems, [p.text for p in result.papers]) == ([], [_abstract(1)])
+
+
+def test_control_characters_and_terminal_escapes_are_removed_and_reported_once_per_line(tmp_path: Path) -> None:
+    seed = tmp_path / "ctrl.txt"
+    seed.write_bytes(
+        _seed_text(_abstract(1)).encode()
+        + b"\n" + b"filler " * 1300  # past the first 8 KB the binary check looks at
+        + b"\n\nWe propose \x1b[1;31mRedNet\x1b[0m\x00, a method\x07 that \x1b]0;title\x07improves ranking by 9 points.\n"
+    )
+    jsonl = tmp_path / "ctrl.jsonl"
+    jsonl.write_text(json.dumps({"id": "j\x1b[2J1", "title": "Red\x00 \x1b[31mNet", "abstract": _abstract(1) + "\x1b[0m"}))
+    csvf = tmp_path / "ctrl.csv"
+    csvf.write_text(f"id,title,abstract\nc1,Clean,{_plain(1)}\nc2,Bell\x07,{_plain(2)}\x7f\x9b31m\n")
+    result = read_paths([seed, jsonl, csvf])
+    texts = {p.doc_id: p for p in result.papers}
+    assert texts["ctrl#3"].text == "We propose RedNet, a method that improves ranking by 9 points."
+    assert (texts["j1"].title, texts["j1"].text) == ("Red Net", _abstract(1))
+    assert (texts["c2"].title, texts["c2"].text) == ("Bell", _plain(2))
+    assert [str(p) for p in result.problems] == [
+        f"{seed}:7: control characters or terminal escape sequences removed",
+        f"{jsonl}:1: control characters or terminal escape sequences removed",
+        f"{csvf}:3: control characters or terminal escape sequences removed",
+    ]
+    for paper in result.papers:
+        assert not any(c in paper.text + paper.title for c in "\x00\x1b\x07\x7f\x9b")
