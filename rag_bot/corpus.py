@@ -25,6 +25,9 @@ SEED_HEADER = "ICML 2026 Papers"
 SUFFIXES = (".txt", ".jsonl", ".jsonl.gz", ".csv")
 CSV_COLUMNS = ("id", "title", "abstract")
 MIN_ABSTRACT_WORDS = 8
+HEADER_WORDS = 10
+SENTENCE_PUNCTUATION = re.compile(r"[.!?;]")
+COLLECTION_NAME = re.compile(r"\b((19|20)\d\d|papers|abstracts|proceedings|accepted|track)\b", re.IGNORECASE)
 # Lone surrogates: undecodable bytes (kept by "surrogateescape") or `\ud800`-style JSON escapes; not encodable text.
 SURROGATES = re.compile("[\ud800-\udfff]")
 # Invalid characters, removed from record text: escape sequences a terminal would act on (CSI `ESC[...m`, OSC
@@ -211,6 +214,24 @@ def _by_line(result: ReadResult) -> ReadResult:
     return result
 
 
+def _header_line(lines: list[str]) -> tuple[bool, bool]:
+    """Whether the first line of a seed file is a header line (and whether that is in doubt).
+
+    It is one when it looks like a heading: short (at most `HEADER_WORDS` words and 80 characters), no sentence
+    punctuation (`.`, `!`, `?`, `;`), and followed by a blank line (or nothing). Otherwise it is the start of the
+    first abstract and kept as such. A heading that names a collection (`NeurIPS 2025 Papers`: a year or a word like
+    "papers", "abstracts", "proceedings") is taken without a word; any other is taken but reported, since it might be
+    a one-line abstract."""
+    first = lines[0].strip()
+    heading = (
+        len(first) <= 80
+        and len(first.split()) <= HEADER_WORDS
+        and not SENTENCE_PUNCTUATION.search(first)
+        and (len(lines) == 1 or not lines[1].strip())
+    )
+    return heading, heading and not COLLECTION_NAME.search(first)
+
+
 def read_seed_file(path: Path) -> ReadResult:
     """A seed file: the header line `ICML 2026 Papers`, then abstracts separated by blank lines."""
     result = ReadResult(files=1)
@@ -219,12 +240,17 @@ def read_seed_file(path: Path) -> ReadResult:
         return result
     lines = _clean_lines(text, path, result)
     start = 0
-    if lines and lines[0].strip() == SEED_HEADER:
+    first = lines[0].strip() if lines else ""
+    if first == SEED_HEADER:
         start = 1
-    elif lines and lines[0].strip():
-        first = lines[0].strip()
-        if len(first) < 80 and not first.endswith("."):
-            start = 1  # another collection's header line
+    elif first:
+        header, doubt = _header_line(lines)
+        if header:
+            start = 1
+            if doubt:
+                result.problems.append(Problem(path=str(path), line=1, message=(
+                    f"first line {first!r} taken as the header line, not as an abstract"
+                )))
         else:
             result.problems.append(
                 Problem(path=str(path), line=1, message=f"no header line '{SEED_HEADER}'; read anyway")

@@ -426,3 +426,25 @@ def test_control_characters_and_terminal_escapes_are_removed_and_reported_once_p
     ]
     for paper in result.papers:
         assert not any(c in paper.text + paper.title for c in "\x00\x1b\x07\x7f\x9b")
+
+
+def test_a_short_first_line_that_is_no_heading_is_kept_as_abstract_text(tmp_path: Path) -> None:
+    path = tmp_path / "headless.txt"
+    path.write_text(f"TinyNet in brief\nIt is small and {_abstract(1)}\n\n{_abstract(2)}\n")
+    result = read_file(path)
+    assert [p.text for p in result.papers] == [f"TinyNet in brief It is small and {_abstract(1)}", _abstract(2)]
+    assert [str(p) for p in result.problems] == [f"{path}:1: no header line 'ICML 2026 Papers'; read anyway"]
+
+
+@pytest.mark.parametrize(("first", "problem"), [
+    ("NeurIPS 2025 Papers", None),
+    ("Abstracts of the graph track", None),
+    ("Graph Methods Overview", "first line 'Graph Methods Overview' taken as the header line, not as an abstract"),
+])
+def test_a_heading_first_line_is_the_header(tmp_path: Path, first: str, problem: str | None) -> None:
+    path = tmp_path / "other.txt"
+    path.write_text(f"{first}\n\n{_abstract(1)}\n\n{_abstract(2)}\n")
+    result = read_file(path)
+    assert [p.text for p in result.papers] == [_abstract(1), _abstract(2)]
+    assert [p.message for p in result.problems] == ([problem] if problem else [])
+    assert all(p.line == 1 for p in result.problems)
