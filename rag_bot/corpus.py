@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
+from rag_bot.settings import Settings
 from rag_bot.text import derive_title, find_links, introduced_names
 from rag_bot.types import Paper, Problem
 
@@ -26,6 +27,9 @@ SUFFIXES = (".txt", ".jsonl", ".jsonl.gz", ".csv")
 CSV_COLUMNS = ("id", "title", "abstract")
 MIN_ABSTRACT_WORDS = 8
 HEADER_WORDS = 10
+DEFAULT_MAX_ABSTRACT_CHARS: int = Settings.model_fields["max_abstract_chars"].default  # RAG_BOT_MAX_ABSTRACT_CHARS
+MAX_TITLE_CHARS = 300
+SENTENCE_END = re.compile(r"[.!?](?=\s)")
 SENTENCE_PUNCTUATION = re.compile(r"[.!?;]")
 COLLECTION_NAME = re.compile(r"\b((19|20)\d\d|papers|abstracts|proceedings|accepted|track)\b", re.IGNORECASE)
 # Lone surrogates: undecodable bytes (kept by "surrogateescape") or `\ud800`-style JSON escapes; not encodable text.
@@ -180,6 +184,35 @@ def _clean_value(value: object) -> object:
     return value
 
 
+def _cut(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters: after its last sentence in the limit, else at its last space, as
+    long as that keeps at least half of it; else right at the limit."""
+    if len(text) <= limit:
+        return text
+    ends = [m.end() for m in SENTENCE_END.finditer(text[:limit + 1])]
+    if ends and ends[-1] >= limit // 2:
+        return text[:ends[-1]]
+    space = text.rfind(" ", 0, limit + 1)
+    return text[:space].rstrip() if space >= limit // 2 else text[:limit]
+
+
+def _cut_abstract(text: str, max_chars: int, path: Path, lineno: int, result: ReadResult) -> str:
+    """An abstract over `max_chars` characters cut (`_cut`), and reported: a huge record never blocks the ingest."""
+    if len(text) <= max_chars:
+        return text
+    cut = _cut(text, max_chars)
+    result.problems.append(Problem(path=str(path), line=lineno, message=f"abstract cut to {len(cut)} characters"))
+    return cut
+
+
+def _cut_title(text: str, path: Path, lineno: int, result: ReadResult) -> str:
+    if len(text) <= MAX_TITLE_CHARS:
+        return text
+    cut = _cut(text, MAX_TITLE_CHARS)
+    result.problems.append(Problem(path=str(path), line=lineno, message=f"title cut to {len(cut)} characters"))
+    return cut
+
+
 def make_paper(doc_id: str, text: str, source: str, title: str | None = None, **extra: object) -> Paper:
     """A `Paper` with its names, links and (if not given) a title derived from the text."""
     names = introduced_names(text)
@@ -232,7 +265,7 @@ def _header_line(lines: list[str]) -> tuple[bool, bool]:
     return heading, heading and not COLLECTION_NAME.search(first)
 
 
-def read_seed_file(path: Path) -> ReadResult:
+def read_seed_file(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> ReadResult:
     """A seed file: the header line `ICML 2026 Papers`, then abstracts separated by blank lines."""
     result = ReadResult(files=1)
     text = _read_text(path, result)
@@ -276,13 +309,14 @@ def read_seed_file(path: Path) -> ReadResult:
                 Problem(path=str(path), line=lineno, message=f"abstract {n} has only {words} words; skipped")
             )
             continue
+        abstract = _cut_abstract(abstract, max_chars, path, lineno, result)
         result.papers.append(make_paper(f"{path.stem}#{n}", abstract, path.name))
     if not blocks:
         result.problems.append(Problem(path=str(path), message="no abstracts found"))
     return _by_line(result)
 
 
-def read_jsonl_file(path: Path) -> ReadResult:
+def read_jsonl_file(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> ReadResult:
     """JSON Lines (optionally gzipped) records with `id`, `title`, `abstract` and optional metadata."""
     result = ReadResult(files=1)
     text = _read_text(path, result)
@@ -309,13 +343,16 @@ def read_jsonl_file(path: Path) -> ReadResult:
         cleaned = cast("dict[str, object]", _clean_value(record))
         if cleaned != _replace_surrogates(record):
             result.problems.append(Problem(path=str(path), line=lineno, message=CLEANED))
-        _add_record(cleaned, path, lineno, seen, result)
+        _add_record(cleaned, path, lineno, seen, result, max_chars)
     if not records:
         result.problems.append(Problem(path=str(path), message="no records"))
     return _by_line(result)
 
 
-def _add_record(record: dict[str, object], path: Path, lineno: int, seen: set[str], result: ReadResult) -> None:
+def _add_record(
+    record: dict[str, object], path: Path, lineno: int, seen: set[str], result: ReadResult,
+    max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS,
+) -> None:
     """A JSONL or CSV record (`id`, `title`, `abstract`, optional metadata) as a paper, or its problem."""
     for key in ("id", "title", "abstract", "venue", "url"):
         value = record.get(key)
@@ -351,9 +388,9 @@ def _add_record(record: dict[str, object], path: Path, lineno: int, seen: set[st
     result.papers.append(
         make_paper(
             doc_id,
-            " ".join(str(record["abstract"]).split()),
+            _cut_abstract(" ".join(str(record["abstract"]).split()), max_chars, path, lineno, result),
             path.name,
-            title=" ".join(str(record["title"]).split()),
+            title=_cut_title(" ".join(str(record["title"]).split()), path, lineno, result),
             venue=str(record["venue"]) if record.get("venue") else None,
             year=int(year) if (isinstance(year, int) and not isinstance(year, bool))
             or (isinstance(year, str) and year.isdigit()) else None,
@@ -363,7 +400,7 @@ def _add_record(record: dict[str, object], path: Path, lineno: int, seen: set[st
     )
 
 
-def read_csv_file(path: Path) -> ReadResult:
+def read_csv_file(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> ReadResult:
     """CSV with a header row naming `id`, `title`, `abstract` and optional `venue`, `year`, `authors`
     (separated by `;`), `url`; a record may span lines (quoted fields), problems give its first line.
 
@@ -374,6 +411,7 @@ def read_csv_file(path: Path) -> ReadResult:
     text = _read_text(path, result)
     if text is None:
         return result
+    csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))  # a huge field is cut below, not refused
     lines = _lines(text, keepends=True)
     header_reader = csv.reader(lines[:1], strict=True)
     try:
@@ -398,7 +436,7 @@ def read_csv_file(path: Path) -> ReadResult:
             for row in reader:
                 if row:
                     rows += 1
-                    _add_csv_row(row, header, path, lineno, seen, result)
+                    _add_csv_row(row, header, path, lineno, seen, result, max_chars)
                 lineno = start + reader.line_num + 1
             break
         except csv.Error as exc:
@@ -416,7 +454,8 @@ def read_csv_file(path: Path) -> ReadResult:
 
 
 def _add_csv_row(
-    row: list[str], header: list[str], path: Path, lineno: int, seen: set[str], result: ReadResult
+    row: list[str], header: list[str], path: Path, lineno: int, seen: set[str], result: ReadResult,
+    max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS,
 ) -> None:
     if len(row) > len(header):
         result.problems.append(Problem(path=str(path), line=lineno, message="more fields than the header"))
@@ -428,19 +467,19 @@ def _add_csv_row(
         return
     authors = str(record.get("authors") or "")
     record["authors"] = [a.strip() for a in authors.split(";") if a.strip()]
-    _add_record(record, path, lineno, seen, result)
+    _add_record(record, path, lineno, seen, result, max_chars)
 
 
-def read_file(path: Path) -> ReadResult:
-    """One corpus file, by its extension."""
+def read_file(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> ReadResult:
+    """One corpus file, by its extension; abstracts over `max_chars` characters are cut (and reported)."""
     suffix = _suffix(path)
     try:
         if suffix == ".txt":
-            return read_seed_file(path)
+            return read_seed_file(path, max_chars)
         if suffix in (".jsonl", ".jsonl.gz"):
-            return read_jsonl_file(path)
+            return read_jsonl_file(path, max_chars)
         if suffix == ".csv":
-            return read_csv_file(path)
+            return read_csv_file(path, max_chars)
     except OSError as exc:
         return ReadResult(problems=[Problem(path=str(path), message=f"cannot read ({exc.strerror})")])
     return ReadResult(
@@ -448,7 +487,7 @@ def read_file(path: Path) -> ReadResult:
     )
 
 
-def read_paths(paths: Iterable[Path]) -> ReadResult:
+def read_paths(paths: Iterable[Path], max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> ReadResult:
     """All papers in the given files and folders (folders: their corpus files, sorted by name)."""
     result = ReadResult()
     for path in paths:
@@ -462,9 +501,9 @@ def read_paths(paths: Iterable[Path]) -> ReadResult:
             if not files:
                 result.problems.append(Problem(path=str(path), message="folder holds no corpus files"))
             for file in files:
-                result.extend(read_file(file))
+                result.extend(read_file(file, max_chars))
         elif path.exists() or path.is_symlink():
-            result.extend(read_file(path))
+            result.extend(read_file(path, max_chars))
         else:
             result.problems.append(Problem(path=str(path), message="no such file or folder"))
     ids: set[str] = set()

@@ -448,3 +448,36 @@ def test_a_heading_first_line_is_the_header(tmp_path: Path, first: str, problem:
     assert [p.text for p in result.papers] == [_abstract(1), _abstract(2)]
     assert [p.message for p in result.problems] == ([problem] if problem else [])
     assert all(p.line == 1 for p in result.problems)
+
+
+def test_an_abstract_over_the_limit_is_cut_at_a_sentence_and_reported(tmp_path: Path) -> None:
+    sentence = "We propose HugeNet, a method that improves retrieval quality on many benchmarks. "
+    huge = sentence * 70_000  # about 5.7 MB
+    seed = tmp_path / "huge.txt"
+    seed.write_text(_seed_text(_abstract(1), huge))
+    jsonl = tmp_path / "huge.jsonl"
+    jsonl.write_text(json.dumps({"id": "h1", "title": "T" * 5000, "abstract": huge}) + "\n")
+    csvf = tmp_path / "huge.csv"
+    csvf.write_text(f'id,title,abstract\nh2,Huge,"{huge}"\nh3,Small,{_plain(3)}\n')
+    result = read_paths([seed, jsonl, csvf], max_chars=1000)
+    by_id = {p.doc_id: p for p in result.papers}
+    assert list(by_id) == ["huge#1", "huge#2", "h1", "h2", "h3"]
+    cut = (sentence * 12).strip()  # 12 whole sentences fit in 1000 characters
+    assert len(cut) <= 1000
+    assert by_id["huge#2"].text == by_id["h1"].text == by_id["h2"].text == cut
+    assert by_id["huge#1"].text == _abstract(1) and by_id["h3"].text == _plain(3)
+    assert len(by_id["h1"].title) == 300
+    assert [str(p) for p in result.problems] == [
+        f"{seed}:5: abstract cut to {len(cut)} characters",
+        f"{jsonl}:1: abstract cut to {len(cut)} characters",
+        f"{jsonl}:1: title cut to 300 characters",
+        f"{csvf}:2: abstract cut to {len(cut)} characters",
+    ]
+
+
+def test_the_default_limit_is_the_settings_default(tmp_path: Path) -> None:
+    path = tmp_path / "long.jsonl"
+    path.write_text(json.dumps({"id": "l", "title": "Long", "abstract": "word " * 10_000}))
+    result = read_file(path)
+    assert len(result.papers[0].text) <= 20_000
+    assert [p.message for p in result.problems] == [f"abstract cut to {len(result.papers[0].text)} characters"]
