@@ -110,13 +110,27 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
             answer = engine.ask(question, mode=args.mode)
         if answer.notice:
             print(f"rag-bot: {answer.notice}", file=sys.stderr, flush=True)
+        references = _references(engine, answer, args.cite) if args.cite else None
         if args.json:
-            print(json.dumps(answer.to_json(), ensure_ascii=False), flush=True)
-        elif not args.stream:
-            _print_answer(answer, sys.stdout)
+            obj = answer.to_json()
+            if references is not None:
+                obj["references"] = references
+            print(json.dumps(obj, ensure_ascii=False), flush=True)
+        else:
+            if not args.stream:
+                _print_answer(answer, sys.stdout)
+            if references:
+                print(f"\nReferences ({args.cite}):\n{references}", end="", flush=True)
         if len(questions) > 1 and not args.json:
             print("\n---\n")
     return 0
+
+
+def _references(engine: Any, answer: Any, fmt: str) -> str:
+    """The answer's cited papers as BibTeX, RIS or CSL-JSON."""
+    from rag_bot.references import cited_papers, export
+
+    return export(cited_papers([answer], engine.papers), fmt)  # type: ignore[arg-type]
 
 
 def _stream_answer(engine: Any, question: str, mode: str | None, out: TextIO) -> Any:
@@ -208,6 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", metavar="FILE", help="one question per line ('-' for standard input)")
     p.add_argument("--mode", choices=["ask", "summary", "compare"], help="override the detected mode")
     p.add_argument("--stream", action="store_true", help="print the answer as it is written (with an LLM)")
+    p.add_argument("--cite", choices=["bibtex", "ris", "csl"],
+                   help="also print the cited papers as BibTeX, RIS or CSL-JSON (with --json: a `references` field)")
     p.set_defaults(func=cmd_ask)
 
     p = sub.add_parser("stats", help="size and place of the index")

@@ -286,3 +286,22 @@ def test_unexpected_error_is_one_line_and_the_traceback_goes_to_debug_logging(ru
     debug = run("-c", code, "debug", exe=[sys.executable])
     assert debug.returncode == 1
     assert "Traceback" in debug.stderr and "RuntimeError: boom" in debug.stderr
+
+
+def test_ask_cite_prints_the_cited_papers_in_each_format(run, engine):
+    import bibtexparser
+    import rispy
+
+    question = "Compare CorrSteer and SARSteer"
+    answer = json.loads(run("ask", "--json", question).stdout)
+    cited = {c["doc_id"] for c in answer["citations"]}
+    assert len(cited) == 2
+    out = run("ask", "--cite", "bibtex", question).stdout
+    bibtex = out.split("References (bibtex):\n", 1)[1]
+    library = bibtexparser.parse_string(bibtex)
+    assert not library.failed_blocks and len(library.entries) == 2
+    assert {e["title"] for e in library.entries} == {engine.papers[d].title for d in cited}
+    ris = json.loads(run("ask", "--json", "--cite", "ris", question).stdout)["references"]
+    assert len(rispy.loads(ris)) == 2
+    csl = json.loads(json.loads(run("ask", "--json", "--cite", "csl", question).stdout)["references"])
+    assert {item["note"].split()[2].rstrip(";") for item in csl} == cited

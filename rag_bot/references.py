@@ -1,0 +1,146 @@
+"""Citable references: the papers an answer (or a conversation) cites, as BibTeX, RIS or CSL-JSON.
+
+Keys are stable (derived from the paper: first author's family name, year, first title word; a short hash of the
+doc_id only when two papers of one export would share a key) and unique within an export. Every field the
+collection knows is written: title, authors, venue, year, url, abstract and the rag-bot doc_id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+from rag_bot.text import clean_markup
+from rag_bot.types import Answer, Paper
+
+Format = Literal["bibtex", "ris", "csl"]
+FORMATS: tuple[Format, ...] = ("bibtex", "ris", "csl")
+_TITLE_STOP = {"a", "an", "the", "on", "of", "for", "to", "in", "and", "with", "towards", "toward"}
+_BIBTEX_SPECIAL = re.compile(r"([&%$#_{}])")
+
+
+def _ascii(text: str) -> str:
+    return unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+
+
+def _family_given(author: str) -> tuple[str, str]:
+    """("Doe", "Jane") from "Jane Doe" or "Doe, Jane"."""
+    author = " ".join(author.split())
+    if "," in author:
+        family, _, given = author.partition(",")
+        return family.strip(), given.strip()
+    parts = author.split(" ")
+    return parts[-1], " ".join(parts[:-1])
+
+
+def base_key(paper: Paper) -> str:
+    """The citation key a paper gets when it is alone: `doe2026corrsteer`, `corrsteer2026` without authors."""
+    family = re.sub(r"[^a-z]", "", _ascii(_family_given(paper.authors[0])[0]).lower()) if paper.authors else ""
+    words = [w for w in re.findall(r"[a-z0-9]+", _ascii(clean_markup(paper.title)).lower()) if w not in _TITLE_STOP]
+    word = words[0] if words else re.sub(r"[^a-z0-9]", "", paper.doc_id.lower())[:12] or "paper"
+    return f"{family}{paper.year or ''}{word}" if family else f"{word}{paper.year or ''}"
+
+
+def citation_keys(papers: Sequence[Paper]) -> dict[str, str]:
+    """doc_id -> a key unique within these papers and the same whenever the same papers are exported."""
+    bases = {p.doc_id: base_key(p) for p in papers}
+    counts: dict[str, int] = {}
+    for key in bases.values():
+        counts[key] = counts.get(key, 0) + 1
+    return {
+        doc_id: key if counts[key] == 1 else f"{key}-{hashlib.sha1(doc_id.encode()).hexdigest()[:6]}"
+        for doc_id, key in bases.items()
+    }
+
+
+def cited_papers(answers: Iterable[Answer], papers: dict[str, Paper]) -> list[Paper]:
+    """The papers the answers cite, once each, in order of first citation."""
+    seen: dict[str, Paper] = {}
+    for answer in answers:
+        for citation in answer.citations:
+            if citation.doc_id not in seen and citation.doc_id in papers:
+                seen[citation.doc_id] = papers[citation.doc_id]
+    return list(seen.values())
+
+
+def _bibtex_value(text: str) -> str:
+    text = " ".join(clean_markup(text).split())
+    return _BIBTEX_SPECIAL.sub(r"\\\1", text).replace("~", r"\textasciitilde{}").replace("^", r"\^{}")
+
+
+def to_bibtex(papers: Sequence[Paper]) -> str:
+    """The papers as BibTeX entries (@inproceedings when the venue is known, else @misc)."""
+    keys = citation_keys(papers)
+    entries = []
+    for paper in papers:
+        fields = [("title", paper.title)]
+        if paper.authors:
+            fields.append(("author", " and ".join(paper.authors)))
+        if paper.venue:
+            fields.append(("booktitle", paper.venue))
+        if paper.year:
+            fields.append(("year", str(paper.year)))
+        if paper.url:
+            fields.append(("url", paper.url))
+        fields += [("abstract", paper.text), ("note", f"rag-bot doc_id {paper.doc_id}; source {paper.source}")]
+        kind = "inproceedings" if paper.venue else "misc"
+        body = ",\n".join(f"  {name} = {{{_bibtex_value(value)}}}" for name, value in fields)
+        entries.append(f"@{kind}{{{keys[paper.doc_id]},\n{body}\n}}")
+    return "\n\n".join(entries) + ("\n" if entries else "")
+
+
+def to_ris(papers: Sequence[Paper]) -> str:
+    """The papers as RIS records (CONF when the venue is known, else GEN)."""
+    keys = citation_keys(papers)
+    records = []
+    for paper in papers:
+        lines = [f"TY  - {'CONF' if paper.venue else 'GEN'}", f"ID  - {keys[paper.doc_id]}",
+                 f"TI  - {' '.join(clean_markup(paper.title).split())}"]
+        lines += [f"AU  - {', '.join(x for x in _family_given(a) if x)}" for a in paper.authors]
+        if paper.venue:
+            lines.append(f"T2  - {paper.venue}")
+        if paper.year:
+            lines.append(f"PY  - {paper.year}")
+        if paper.url:
+            lines.append(f"UR  - {paper.url}")
+        lines += [f"AB  - {' '.join(clean_markup(paper.text).split())}",
+                  f"N1  - rag-bot doc_id {paper.doc_id}; source {paper.source}", "ER  - "]
+        records.append("\n".join(lines))
+    return "\n\n".join(records) + ("\n" if records else "")
+
+
+def to_csl(papers: Sequence[Paper]) -> list[dict[str, object]]:
+    """The papers as CSL-JSON items (what Zotero, Pandoc and citeproc read)."""
+    keys = citation_keys(papers)
+    items: list[dict[str, object]] = []
+    for paper in papers:
+        item: dict[str, object] = {
+            "id": keys[paper.doc_id],
+            "type": "paper-conference" if paper.venue else "article",
+            "title": " ".join(clean_markup(paper.title).split()),
+            "abstract": " ".join(clean_markup(paper.text).split()),
+            "note": f"rag-bot doc_id {paper.doc_id}; source {paper.source}",
+        }
+        if paper.authors:
+            item["author"] = [{"family": f, "given": g} for f, g in map(_family_given, paper.authors)]
+        if paper.venue:
+            item["container-title"] = paper.venue
+        if paper.year:
+            item["issued"] = {"date-parts": [[paper.year]]}
+        if paper.url:
+            item["URL"] = paper.url
+        items.append(item)
+    return items
+
+
+def export(papers: Sequence[Paper], fmt: Format) -> str:
+    """The papers in one of the formats, as text."""
+    if fmt == "bibtex":
+        return to_bibtex(papers)
+    if fmt == "ris":
+        return to_ris(papers)
+    return json.dumps(to_csl(papers), ensure_ascii=False, indent=2) + "\n"

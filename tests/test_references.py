@@ -1,0 +1,67 @@
+"""Citable references (rag_bot/references.py): BibTeX, RIS and CSL-JSON that real parsers read back."""
+
+from __future__ import annotations
+
+import json
+
+import bibtexparser
+import rispy
+
+from rag_bot.references import citation_keys, cited_papers, export, to_csl
+from rag_bot.types import Answer, Citation, Paper
+
+PAPERS = [
+    Paper(doc_id="icml#1", title="CorrSteer: steering with {correlated} features & 100% more_fun", text="We propose "
+          "CorrSteer, which selects $\\times$ features.", source="icml.txt", authors=["Jane Doe", "Li, Wei"],
+          venue="ICML", year=2026, url="https://example.org/corrsteer"),
+    Paper(doc_id="icml#2", title="CorrSteer: a second paper", text="Another abstract.", source="icml.txt",
+          authors=["John Doe"], venue="ICML", year=2026),
+    Paper(doc_id="x#3", title="The Élan of tokenizers", text="No authors, no venue.", source="x.jsonl"),
+]
+
+
+def test_keys_are_unique_readable_and_stable():
+    keys = citation_keys(PAPERS)
+    assert len(set(keys.values())) == 3
+    assert keys["icml#1"].startswith("doe2026corrsteer") and keys["x#3"] == "elan"
+    assert citation_keys(PAPERS) == keys, "the same papers always get the same keys"
+    assert citation_keys(PAPERS[2:]) == {"x#3": "elan"}
+
+
+def test_bibtex_round_trips_through_a_real_parser():
+    library = bibtexparser.parse_string(export(PAPERS, "bibtex"))
+    assert not library.failed_blocks
+    entries = {e.key: e for e in library.entries}
+    assert len(entries) == 3
+    first = entries[citation_keys(PAPERS)["icml#1"]]
+    assert first.entry_type == "inproceedings"
+    assert first["author"] == "Jane Doe and Li, Wei" and first["year"] == "2026" and first["booktitle"] == "ICML"
+    assert first["url"] == "https://example.org/corrsteer" and r"icml\#1" in first["note"]
+    assert r"\&" in first["title"] and r"100\%" in first["title"], "special characters are escaped"
+    assert entries["elan"].entry_type == "misc"
+
+
+def test_ris_round_trips_through_a_real_parser():
+    records = rispy.loads(export(PAPERS, "ris"))
+    assert [r["type_of_reference"] for r in records] == ["CONF", "CONF", "GEN"]
+    assert records[0]["authors"] == ["Doe, Jane", "Li, Wei"]
+    assert records[0]["year"] == "2026" and records[0]["urls"] == ["https://example.org/corrsteer"]
+    assert "CorrSteer" in records[0]["title"] and "×" in records[0]["abstract"]
+
+
+def test_csl_json_has_the_fields_citeproc_reads():
+    items = json.loads(export(PAPERS, "csl"))
+    assert items == to_csl(PAPERS)
+    assert items[0]["author"] == [{"family": "Doe", "given": "Jane"}, {"family": "Li", "given": "Wei"}]
+    assert items[0]["issued"] == {"date-parts": [[2026]]} and items[0]["type"] == "paper-conference"
+    assert "author" not in items[2] and items[2]["type"] == "article"
+
+
+def test_a_conversations_cited_papers_come_once_in_order_of_first_citation():
+    def answer(*ids: str) -> Answer:
+        citations = [Citation(n=i + 1, doc_id=d, title=d, source="s", quote="q") for i, d in enumerate(ids)]
+        return Answer(question="q", mode="ask", answer="a", grounded=True, citations=citations, retrieved=[])
+
+    papers = {p.doc_id: p for p in PAPERS}
+    cited = cited_papers([answer("x#3", "icml#1"), answer("icml#1", "icml#2", "gone#9")], papers)
+    assert [p.doc_id for p in cited] == ["x#3", "icml#1", "icml#2"]
