@@ -8,6 +8,7 @@ import gzip
 import io
 import json
 import logging
+import os
 import re
 import stat
 import zlib
@@ -265,8 +266,11 @@ def _header_line(lines: list[str]) -> tuple[bool, bool]:
     return heading, heading and not COLLECTION_NAME.search(first)
 
 
-def read_seed_file(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> ReadResult:
-    """A seed file: the header line `ICML 2026 Papers`, then abstracts separated by blank lines."""
+def read_seed_file(
+    path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS, doc_prefix: str | None = None, source: str | None = None
+) -> ReadResult:
+    """A seed file: the header line `ICML 2026 Papers`, then abstracts separated by blank lines; its papers are
+    `<doc_prefix>#<n>` (by default the file's stem; see `seed_names`) from `source` (by default its name)."""
     result = ReadResult(files=1)
     text = _read_text(path, result)
     if text is None:
@@ -310,7 +314,7 @@ def read_seed_file(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> R
             )
             continue
         abstract = _cut_abstract(abstract, max_chars, path, lineno, result)
-        result.papers.append(make_paper(f"{path.stem}#{n}", abstract, path.name))
+        result.papers.append(make_paper(f"{doc_prefix or path.stem}#{n}", abstract, source or path.name))
     if not blocks:
         result.problems.append(Problem(path=str(path), message="no abstracts found"))
     return _by_line(result)
@@ -470,12 +474,14 @@ def _add_csv_row(
     _add_record(record, path, lineno, seen, result, max_chars)
 
 
-def read_file(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> ReadResult:
+def read_file(
+    path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS, doc_prefix: str | None = None, source: str | None = None
+) -> ReadResult:
     """One corpus file, by its extension; abstracts over `max_chars` characters are cut (and reported)."""
     suffix = _suffix(path)
     try:
         if suffix == ".txt":
-            return read_seed_file(path, max_chars)
+            return read_seed_file(path, max_chars, doc_prefix, source)
         if suffix in (".jsonl", ".jsonl.gz"):
             return read_jsonl_file(path, max_chars)
         if suffix == ".csv":
@@ -487,9 +493,44 @@ def read_file(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> ReadRe
     )
 
 
+def seed_names(files: Iterable[Path]) -> dict[Path, tuple[str, str]]:
+    """The id prefix and source name of each seed file whose stem another seed file read with it shares.
+
+    A seed file's papers are `<stem>#<n>` and its source is its file name: that stays so for every file whose stem
+    is unique among the seed files read together (the usual case; the seeds keep `000_9ecb01dab6d44e76#13`). Files
+    that share a stem (`a/papers.txt`, `b/papers.txt`) are each named by the shortest end of their path that tells
+    them apart: ids `a/papers#<n>` and `b/papers#<n>`, sources `a/papers.txt` and `b/papers.txt` (in one folder,
+    `x.txt` and `x.TXT` become `x.txt#<n>` and `x.TXT#<n>`). The names depend only on which files are read together,
+    not on how they were named on the command line (a folder or its files, relative or absolute paths), so the
+    same ingest gives the same ids on every run. Files of the same stem ingested by separate commands cannot see
+    each other: they get the same ids, and the second ingest updates the first one's papers (ingest them together,
+    or rename one)."""
+    groups: dict[str, list[Path]] = {}
+    for file in files:
+        if _suffix(file) == ".txt":
+            groups.setdefault(file.stem, []).append(file)
+    names: dict[Path, tuple[str, str]] = {}
+    for stem, group in groups.items():
+        if len(group) < 2:
+            continue
+        folders = {f: tuple(part for part in Path(os.path.abspath(f)).parts[:-1] if part.strip("/\\")) for f in group}
+        for file in group:
+            for k in range(1, len(folders[file]) + 1):
+                end = folders[file][-k:]
+                if sum(folders[other][-k:] == end for other in group) == 1:
+                    names[file] = ("/".join((*end, stem)), "/".join((*end, file.name)))
+                    break
+            else:  # same folder: the names differ by the case of their extension
+                source = "/".join((*folders[file][-1:], file.name))
+                names[file] = (source, source)
+    return names
+
+
 def read_paths(paths: Iterable[Path], max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> ReadResult:
-    """All papers in the given files and folders (folders: their corpus files, sorted by name)."""
+    """All papers in the given files and folders (folders: their corpus files, sorted by name); a file named twice
+    is read once. Seed files sharing a stem get distinct ids by `seed_names`."""
     result = ReadResult()
+    items: list[Path | Problem] = []
     for path in paths:
         if path.is_dir():
             # Entries named like corpus files that are no regular file (FIFOs, devices, dangling links, links to
@@ -499,13 +540,28 @@ def read_paths(paths: Iterable[Path], max_chars: int = DEFAULT_MAX_ABSTRACT_CHAR
                 if not p.name.startswith(".") and _suffix(p) in SUFFIXES and not p.is_dir()
             )
             if not files:
-                result.problems.append(Problem(path=str(path), message="folder holds no corpus files"))
-            for file in files:
-                result.extend(read_file(file, max_chars))
+                items.append(Problem(path=str(path), message="folder holds no corpus files"))
+            items.extend(files)
         elif path.exists() or path.is_symlink():
-            result.extend(read_file(path, max_chars))
+            items.append(path)
         else:
-            result.problems.append(Problem(path=str(path), message="no such file or folder"))
+            items.append(Problem(path=str(path), message="no such file or folder"))
+    seen: set[Path] = set()
+    unique_items: list[Path | Problem] = []
+    for item in items:
+        if isinstance(item, Path):
+            real = item.resolve()
+            if real in seen:
+                continue
+            seen.add(real)
+        unique_items.append(item)
+    names = seed_names(item for item in unique_items if isinstance(item, Path))
+    for item in unique_items:
+        if isinstance(item, Problem):
+            result.problems.append(item)
+        else:
+            prefix, source = names.get(item, (None, None))
+            result.extend(read_file(item, max_chars, doc_prefix=prefix, source=source))
     ids: set[str] = set()
     unique: list[Paper] = []
     for paper in result.papers:

@@ -481,3 +481,32 @@ def test_the_default_limit_is_the_settings_default(tmp_path: Path) -> None:
     result = read_file(path)
     assert len(result.papers[0].text) <= 20_000
     assert [p.message for p in result.problems] == [f"abstract cut to {len(result.papers[0].text)} characters"]
+
+
+def test_seed_files_of_the_same_name_in_two_folders_get_distinct_stable_ids(tmp_path: Path) -> None:
+    root = tmp_path / "corpus"
+    for folder, n in (("2024", 1), ("2025", 2)):
+        (root / folder).mkdir(parents=True)
+        (root / folder / "papers.txt").write_text(_seed_text(_abstract(n), _abstract(n + 10)))
+    (root / "other.txt").write_text(_seed_text(_abstract(5)))
+    by_folder = read_paths([root])
+    assert by_folder.problems == []
+    assert [(p.doc_id, p.source, p.text) for p in by_folder.papers] == [
+        ("2024/papers#1", "2024/papers.txt", _abstract(1)),
+        ("2024/papers#2", "2024/papers.txt", _abstract(11)),
+        ("2025/papers#1", "2025/papers.txt", _abstract(2)),
+        ("2025/papers#2", "2025/papers.txt", _abstract(12)),
+        ("other#1", "other.txt", _abstract(5)),  # a unique stem keeps its plain id
+    ]
+    # The same files named another way (files, relative to elsewhere, twice) get the same ids.
+    by_files = read_paths([root / "2025" / "papers.txt", root / "2024" / ".." / "2024" / "papers.txt",
+                           root / "other.txt", root / "2025" / "papers.txt"])
+    assert sorted(p.doc_id for p in by_files.papers) == sorted(p.doc_id for p in by_folder.papers)
+    assert by_files.problems == []
+
+
+def test_seed_ids_of_the_seeds_folder_are_unchanged_when_read_with_other_files(tmp_path: Path) -> None:
+    (tmp_path / "extra.txt").write_text(_seed_text(_abstract(1)))
+    result = read_paths([SEEDS, tmp_path / "extra.txt", SEEDS / f"{FILE_A}.txt"])
+    assert result.problems == []
+    assert f"{FILE_A}#13" in {p.doc_id for p in result.papers} and len(result.papers) == 39
