@@ -203,6 +203,22 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_api(args: argparse.Namespace, settings: Settings) -> int:
+    """Serve the OpenAI-compatible API alone (/v1/models, /v1/chat/completions)."""
+    from rag_bot.api import serve_api
+
+    serve_api(settings, port=args.port)
+    return 0
+
+
+def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
+    """Serve the MCP tools (search_papers, ask, get_paper) over standard input and output."""
+    from rag_bot.mcp_server import run_stdio
+
+    run_stdio(settings)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of `rag-bot`."""
     parser = argparse.ArgumentParser(prog="rag-bot", description="Cited answers about research abstracts.")
@@ -238,6 +254,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("serve", help="serve the chat on http://127.0.0.1:7860")
     p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("api", help="serve the OpenAI-compatible API on http://127.0.0.1:8000/v1")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000; the address is RAG_BOT_HOST)")
+    p.set_defaults(func=cmd_api)
+
+    p = sub.add_parser("mcp", help="serve the MCP tools over stdio (for agents and MCP clients)")
+    p.set_defaults(func=cmd_mcp)
     return parser
 
 

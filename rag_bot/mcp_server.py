@@ -1,0 +1,218 @@
+"""An MCP server over the engine, for agents: tools `search_papers`, `ask` and `get_paper`.
+
+Built on the official `mcp` package (`MCPServer`). `rag-bot mcp` (or `python -m rag_bot.mcp_server`) serves it over
+standard input and output; `mount_mcp(fastapi_app, engine)` serves it over streamable HTTP at /mcp beside the chat.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import secrets
+from collections.abc import AsyncIterator, MutableMapping
+from typing import Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
+
+from rag_bot.errors import EmptyQuestionError, NoIndexError, StoreError
+from rag_bot.text import clean_markup
+from rag_bot.types import Citation, Paper
+
+log = logging.getLogger(__name__)
+
+INSTRUCTIONS = (
+    "rag-bot answers questions about a collection of research-paper abstracts, with numbered citations. "
+    "Use search_papers to find papers (ids, titles, scores), ask for a cited answer, get_paper for an abstract."
+)
+FILTER_POOL = 100  # papers ranked before the post-filters of search_papers are applied
+
+
+class PaperHit(BaseModel):
+    """One paper ranked for a question."""
+
+    rank: int
+    doc_id: str
+    title: str
+    score: float = Field(description="Fused ranking score (higher is better).")
+    similarity: float = Field(description="Best cosine similarity of the paper's chunks to the question.")
+    venue: str | None = None
+    year: int | None = None
+    authors: list[str] = Field(default_factory=list)
+    source: str
+    url: str | None = None
+
+
+class SearchResult(BaseModel):
+    """Papers ranked for a question, best first."""
+
+    question: str
+    papers: list[PaperHit]
+
+
+class AskResult(BaseModel):
+    """A cited answer (or a refusal when the collection does not cover the question)."""
+
+    question: str
+    mode: str
+    answer: str = Field(description="The answer with [n] markers, followed by a References list.")
+    grounded: bool = Field(description="False when rag-bot declined for lack of evidence.")
+    citations: list[Citation]
+    notice: str | None = None
+
+
+class PaperDetail(BaseModel):
+    """A paper's abstract and metadata."""
+
+    doc_id: str
+    title: str
+    abstract: str
+    source: str
+    venue: str | None = None
+    year: int | None = None
+    authors: list[str] = Field(default_factory=list)
+    url: str | None = None
+    links: list[str] = Field(default_factory=list)
+
+
+def _matches(paper: Paper, venue: str | None, year: int | None, author: str | None) -> bool:
+    if venue and venue.casefold() not in (paper.venue or "").casefold():
+        return False
+    if year is not None and paper.year != year:
+        return False
+    return not author or any(author.casefold() in name.casefold() for name in paper.authors)
+
+
+def _tool_error(exc: Exception) -> ToolError:
+    if isinstance(exc, EmptyQuestionError):
+        return ToolError("the question is empty")
+    if isinstance(exc, NoIndexError | StoreError):
+        return ToolError(str(exc))
+    raise exc
+
+
+def build_mcp(engine: Any) -> MCPServer:
+    """The MCP server with its three tools over an engine."""
+    server: MCPServer = MCPServer(name="rag-bot", instructions=INSTRUCTIONS, log_level="WARNING")
+
+    @server.tool(
+        description="Rank the collection's papers for a question (hybrid dense + BM25 retrieval), best first: "
+        "doc_id, title, score, venue, year. The filters venue (substring), year (exact) and author (substring of "
+        "an author's name) are applied after ranking, to the best 100 papers, so a filtered search can return "
+        "fewer than top_k papers."
+    )
+    def search_papers(question: str, venue: str | None = None, year: int | None = None, author: str | None = None,
+                      top_k: int = 10) -> SearchResult:
+        from rag_bot.engine import clean_question
+
+        question = clean_question(question)
+        if not question:
+            raise ToolError("the question is empty")
+        top_k = max(1, min(int(top_k), FILTER_POOL))
+        filtered = bool(venue or year is not None or author)
+        try:
+            engine.require_index()
+            ranked = engine.retriever.retrieve_papers(question, top_k=FILTER_POOL if filtered else top_k)
+        except Exception as exc:
+            raise _tool_error(exc) from exc
+        hits = [s for s in ranked if _matches(s.paper, venue, year, author)][:top_k]
+        return SearchResult(question=question, papers=[
+            PaperHit(rank=i, doc_id=s.paper.doc_id, title=s.paper.title, score=round(s.score, 6),
+                     similarity=round(s.similarity, 4), venue=s.paper.venue, year=s.paper.year,
+                     authors=s.paper.authors, source=s.paper.source, url=s.paper.url)
+            for i, s in enumerate(hits, start=1)
+        ])
+
+    @server.tool(
+        description="A cited answer from the collection: the text keeps [n] markers and ends with a References "
+        "list; citations gives each source's doc_id, title and supporting quote. mode: auto (detected from the "
+        "question), ask, summary (of the papers on a topic) or compare. grounded is false when the collection "
+        "does not cover the question (the answer then says so instead of guessing)."
+    )
+    def ask(question: str, mode: Literal["auto", "ask", "summary", "compare"] = "auto") -> AskResult:
+        from rag_bot.api import references
+
+        try:
+            answer = engine.ask(question, mode=None if mode == "auto" else mode)
+        except Exception as exc:
+            raise _tool_error(exc) from exc
+        return AskResult(question=answer.question, mode=answer.mode, answer=answer.answer + references(answer),
+                         grounded=answer.grounded, citations=answer.citations, notice=answer.notice)
+
+    @server.tool(description="The abstract and metadata of one paper, by its doc_id (from search_papers or ask).")
+    def get_paper(doc_id: str) -> PaperDetail:
+        try:
+            paper = engine.papers.get(doc_id.strip())
+        except Exception as exc:
+            raise _tool_error(exc) from exc
+        if paper is None:
+            raise ToolError(f"unknown doc_id {doc_id!r}: search_papers gives the ids of the collection's papers")
+        return PaperDetail(doc_id=paper.doc_id, title=paper.title, abstract=clean_markup(paper.text),
+                           source=paper.source, venue=paper.venue, year=paper.year, authors=paper.authors,
+                           url=paper.url, links=paper.links)
+
+    return server
+
+
+class _Bearer:
+    """An ASGI app behind a bearer-key check (the same RAG_BOT_API_KEY as the OpenAI-compatible API)."""
+
+    def __init__(self, app: Any, key: str) -> None:
+        self.app, self.key = app, key
+
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            scheme, _, token = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
+            if scheme.lower() != "bearer" or not secrets.compare_digest(token.strip().encode(), self.key.encode()):
+                from starlette.responses import JSONResponse
+
+                response = JSONResponse({"error": "missing or wrong bearer key (RAG_BOT_API_KEY)"}, status_code=401,
+                                        headers={"WWW-Authenticate": "Bearer"})
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def mount_mcp(app: Any, engine: Any, path: str = "/mcp") -> Any:
+    """Serve the MCP tools over streamable HTTP at `path` of a FastAPI/Starlette app (before Gradio is mounted at
+    "/"); its session manager runs in the app's lifespan. With RAG_BOT_API_KEY set, a bearer key is required."""
+    from starlette.routing import Route
+
+    server = build_mcp(engine)
+    host = getattr(engine.settings, "host", "127.0.0.1")
+    sub = server.streamable_http_app(streamable_http_path=path, host=host)
+    key: str | None = getattr(engine.settings, "api_key", None) or None
+    for route in sub.routes:
+        if isinstance(route, Route) and key:
+            app.router.routes.append(Route(route.path, endpoint=_Bearer(route.app, key)))
+        else:
+            app.router.routes.append(route)
+    previous = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(parent: Any) -> AsyncIterator[Any]:
+        async with server.session_manager.run(), previous(parent) as state:
+            yield state
+
+    app.router.lifespan_context = lifespan
+    return app
+
+
+def run_stdio(settings: Any = None) -> None:
+    """Serve the tools over standard input and output (what `rag-bot mcp` does)."""
+    from rag_bot.engine import Engine
+
+    engine = Engine(settings)
+    engine.require_index()  # fail before the handshake, with a clear line on stderr
+    engine.retriever  # load BM25 and names before the first call  # noqa: B018
+    build_mcp(engine).run("stdio")
+
+
+if __name__ == "__main__":
+    import sys
+
+    from rag_bot.cli import main
+
+    sys.exit(main(["mcp", *sys.argv[1:]]))
