@@ -230,9 +230,10 @@ def _check_auth(request: Request, key: str | None) -> None:
                        code="invalid_api_key")
 
 
-def v1_app(engine: Any) -> FastAPI:
-    """The `/v1` routes as an app of their own (mounted at /v1 by `create_api` and `mount_api`)."""
-    key: str | None = getattr(engine.settings, "api_key", None) or None
+def v1_app(engine: Any, api_key: str | None = None) -> FastAPI:
+    """The `/v1` routes as an app of their own (mounted at /v1 by `create_api` and `mount_api`); the bearer key is
+    `api_key`, else the RAG_BOT_API_KEY setting (none: no auth)."""
+    key: str | None = api_key or getattr(engine.settings, "api_key", None) or None
     app = FastAPI(title="rag-bot OpenAI-compatible API", version="1", docs_url="/docs", redoc_url=None)
 
     @app.exception_handler(APIError)
@@ -307,13 +308,13 @@ def _unknown_model(name: str) -> APIError:
                     code="model_not_found", param="model")
 
 
-def mount_api(app: FastAPI, engine: Any, path: str = "/v1") -> FastAPI:
+def mount_api(app: FastAPI, engine: Any, path: str = "/v1", api_key: str | None = None) -> FastAPI:
     """Mount the API on an existing FastAPI app (before Gradio is mounted at "/", so that /v1 is matched first)."""
-    app.mount(path, v1_app(engine))
+    app.mount(path, v1_app(engine, api_key))
     return app
 
 
-def create_api(engine: Any) -> FastAPI:
+def create_api(engine: Any, api_key: str | None = None) -> FastAPI:
     """The API alone: /v1/models and /v1/chat/completions (and /v1/docs)."""
     app = FastAPI(title="rag-bot", docs_url=None, redoc_url=None, openapi_url=None)
 
@@ -321,7 +322,7 @@ def create_api(engine: Any) -> FastAPI:
     async def root() -> dict[str, Any]:
         return {"name": "rag-bot", "api": "/v1", "models": list(MODELS)}
 
-    return mount_api(app, engine)
+    return mount_api(app, engine, api_key=api_key)
 
 
 def serve_api(settings: Any, port: int | None = None) -> None:
