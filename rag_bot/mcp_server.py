@@ -175,15 +175,16 @@ class _Bearer:
         await self.app(scope, receive, send)
 
 
-def mount_mcp(app: Any, engine: Any, path: str = "/mcp") -> Any:
+def mount_mcp(app: Any, engine: Any, path: str = "/mcp", api_key: str | None = None) -> Any:
     """Serve the MCP tools over streamable HTTP at `path` of a FastAPI/Starlette app (before Gradio is mounted at
-    "/"); its session manager runs in the app's lifespan. With RAG_BOT_API_KEY set, a bearer key is required."""
+    "/"); its session manager runs in the app's lifespan. With a key (`api_key`, else RAG_BOT_API_KEY), requests
+    need `Authorization: Bearer <key>`."""
     from starlette.routing import Route
 
     server = build_mcp(engine)
     host = getattr(engine.settings, "host", "127.0.0.1")
     sub = server.streamable_http_app(streamable_http_path=path, host=host)
-    key: str | None = getattr(engine.settings, "api_key", None) or None
+    key: str | None = api_key or getattr(engine.settings, "api_key", None) or None
     for route in sub.routes:
         if isinstance(route, Route) and key:
             app.router.routes.append(Route(route.path, endpoint=_Bearer(route.app, key)))

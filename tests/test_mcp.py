@@ -77,3 +77,61 @@ def test_mcp_tools_over_stdio(seed_storage: Path):
     for result, words in ((calls["unknown"], "unknown doc_id"), (calls["empty"], "empty")):
         assert result.is_error
         assert words in result.content[0].text
+
+
+async def _http_calls(url: str) -> dict[str, Any]:
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with streamable_http_client(url) as streams, ClientSession(streams[0], streams[1]) as session:
+        await session.initialize()
+        tools = {t.name for t in (await session.list_tools()).tools}
+        search = _structured(await session.call_tool("search_papers", {"question": "CorrSteer", "top_k": 1}))
+    return {"tools": tools, "search": search}
+
+
+def test_api_and_mcp_mount_beside_the_chat(engine):
+    """The mount lines for the chat: /v1 and /mcp on the FastAPI app that Gradio is mounted on, one port."""
+    import threading
+    import time
+
+    import gradio as gr
+    import httpx
+    import openai
+    import uvicorn
+    from fastapi import FastAPI
+
+    from rag_bot.api import mount_api
+    from rag_bot.mcp_server import mount_mcp
+    from tests.conftest import free_port
+
+    with gr.Blocks() as blocks:
+        gr.Markdown("chat")
+    app = FastAPI()
+    mount_api(app, engine)
+    mount_mcp(app, engine)
+    mount_mcp(app, engine, path="/mcp-keyed", api_key="k")
+    app = gr.mount_gradio_app(app, blocks, path="/")
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert time.monotonic() < deadline and thread.is_alive()
+            time.sleep(0.05)
+        base = f"http://127.0.0.1:{port}"
+        client = openai.OpenAI(base_url=f"{base}/v1", api_key="unused", max_retries=0)
+        assert [m.id for m in client.models.list()][0] == "rag-bot"
+        calls = asyncio.run(asyncio.wait_for(_http_calls(f"{base}/mcp"), timeout=60))
+        assert calls["tools"] == {"search_papers", "ask", "get_paper"}
+        assert calls["search"]["papers"][0]["title"] == "CorrSteer"
+        denied = httpx.post(f"{base}/mcp-keyed", json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        assert denied.status_code == 401
+        page = httpx.get(f"{base}/")
+        assert page.status_code == 200 and "gradio" in page.text.lower()
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
