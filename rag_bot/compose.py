@@ -93,6 +93,19 @@ _GENERIC = set(
 )
 
 
+_NOUN_ENDINGS = re.compile(
+    r"(?:tion|sion|ment|ness|ity|ism|ure|ance|ence|ics|ogy|sis|ing|er|or|ers|ors|ant|ist|age|ship|hood|data|"
+    r"model|graph|agent|network|system|benchmark|dataset|attention|learning|decoding|search|steering|policy|"
+    r"memory|cache|kernel|code|text|image|speech|audio|video|reward)$",
+    re.IGNORECASE,
+)
+
+
+def _is_nounish(word: str) -> bool:
+    """Whether a single word can head a theme: a name or acronym (CorrSteer, LoRA, KV), or a noun by its ending."""
+    return bool(re.search(r"[A-Z].*[A-Z]|\d", word)) or bool(_NOUN_ENDINGS.search(word.lower()))
+
+
 def detect_mode(question: str) -> Mode:
     """The answer mode a question asks for: compare, summary, or a direct answer (ask)."""
     if _COMPARE.search(question):
@@ -408,7 +421,13 @@ class OfflineComposer(PaperSynthesizer):
         # Among the phrases the group shares, the one closest in meaning to the group's centroid names it
         # ("speculative decoding"), rather than a frequent but empty word ("consistently").
         need = min(2, len(members))
-        candidates = [k for k, c in inside.most_common() if c >= need][:40] or [k for k, _ in inside.most_common(40)]
+        # A heading is a noun phrase: two-word phrases, or single words that are names or read as nouns (never a
+        # lone adjective or verb such as "Optimal" or "Predict").
+        nounish = [k for k in inside if " " in k or _is_nounish(surface[k])]
+        candidates = [k for k in sorted(nounish, key=lambda k: -inside[k]) if inside[k] >= need][:40] \
+            or sorted(nounish, key=lambda k: -inside[k])[:40]
+        if not candidates:
+            return "Related work"
         centroid = np.mean([self.sentences.of(p.paper)[1].mean(axis=0) for p in members], axis=0)
         centroid /= max(float(np.linalg.norm(centroid)), 1e-9)
         vectors = self.sentences.embedder.embed([surface[k] for k in candidates])

@@ -61,7 +61,8 @@ def split_sentences(text: str) -> list[str]:
 
 # --- names ------------------------------------------------------------------------------------------
 _INTRO = re.compile(
-    r"\b(?:we|this paper|this work|our work)\s+(?:first\s+|further\s+|also\s+|then\s+)?"
+    r"\b(?:we|this paper|this work|our work)\s+(?:(?:first|further|also|then|therefore|thus|hence|here|now|"
+    r"additionally|instead|finally)\s+)?"
     r"(?:propose|introduce|present|develop|design|build|release|construct|curate|call|name|term|dub)s?\b"
     r"|\b(?:introducing|proposing|presenting|called|named|dubbed|termed)\b",
     re.IGNORECASE,
@@ -125,32 +126,75 @@ def introduced_names(text: str) -> list[str]:
     return out[:6]
 
 
+# Where a descriptor or a contribution's object stops being a noun phrase: a relative or participle clause, a
+# finite verb ("the framework leverages the ..."), or punctuation.
+_PHRASE_END = re.compile(
+    r",\s+(?:\w+ing|which|that|where|and|while|with|but)\b|\s+(?:that|which|who|whose|where|while|inspired|"
+    r"integrated|designed|built|based|leveraging|using|enabling|comprising|encompassing|trained|equipped|tailored|"
+    r"allowing|achieving|yielding|showing)\b|\s+and\s+(?:characteri[sz]e|show|find|demonstrate|evaluate|propose|"
+    r"introduce|analy[sz]e)\b|\s+[a-z]+s\s+(?=(?:the|a|an|its|their|our|both|each|all|this|these|to)\b)|[;.()]|\s[–—-]\s"
+)
+_CONTRIBUTION_OBJECT = re.compile(
+    r"\b(?:we|this (?:paper|work))\s+(?:[a-z]+ly\s+|[a-z]+\s+)?(?:propose|introduce|present|study|analy[sz]e|"
+    r"investigate|examine|explore|develop|design|characteri[sz]e)s?\s+(.+)",
+    re.IGNORECASE,
+)
+_LEADING = re.compile(r"^(?:(?:a|an|the|novel|new|various|several|our)\s+)+", re.IGNORECASE)
+_DANGLING = {"a", "an", "the", "of", "for", "in", "on", "to", "with", "by", "and", "or", "from", "via", "at", "as",
+             "into", "across", "under", "its", "their", "is", "are"}
+_PREPOSITIONS = {"for", "of", "in", "on", "with", "from", "across", "under", "at", "via", "by", "to", "into"}
+TITLE_WORDS = 12  # longest descriptor kept, in words
+
+
+def noun_phrase(text: str, allow_colon: bool = False) -> str:
+    """The noun phrase a text starts with: up to the first clause boundary, at most TITLE_WORDS words, cut at a
+    preposition when longer, never ending in a function word; leading articles dropped."""
+    text = _LEADING.sub("", text.strip())
+    words = text.split()
+    match = _PHRASE_END.search(text)
+    cut = text[: match.start()] if match else text
+    if not allow_colon:
+        cut = cut.split(":")[0]
+    phrase = cut.split()
+    if len(phrase) < 2 and match and re.match(r",?\s+\w+ing\b", match.group(0)):
+        phrase = words  # "framework enabling agents to ...": a reduced clause still names what it is
+    if len(phrase) > TITLE_WORDS:  # cut where a prepositional phrase starts, not in its middle
+        phrase = phrase[:TITLE_WORDS]
+        stops = [i for i, w in enumerate(phrase) if w.lower() in _PREPOSITIONS and i >= 3]
+        if stops:
+            phrase = phrase[: stops[-1]]
+    while phrase and phrase[-1].lower().strip(",") in _DANGLING:
+        phrase.pop()
+    result = " ".join(phrase).strip(" ,:")
+    return result[:1].upper() + result[1:]
+
+
 def derive_title(text: str, names: list[str] | None = None) -> str:
-    """A short display title: the introduced name with its descriptor, else the opening clause."""
+    """A display title naming the contribution as a noun phrase: the introduced name with what it is
+    ("CorrSteer", "Op-CAD: First large-scale, multi-modal dataset for operation-oriented CAD generation"), else the
+    object of the contribution sentence ("How syntactic and semantic information is encoded in ..."); never a
+    cut-off sentence."""
     clean = clean_markup(text)
     names = introduced_names(text) if names is None else names
     if len(names) >= 2 and names[1][0].upper() == names[0][0].upper() \
             and len(names[1]) > len(names[0]) + 3 and " " in names[1]:
-        return _shorten(f"{names[0]}: {names[1]}", 90)
+        return f"{names[0]}: {names[1]}"
     if names:
         name = names[0]
         pos = clean.find(name)
         after = clean[pos + len(name):] if pos >= 0 else ""
         after = re.sub(r"^\s*\([^)]*\)", "", after)
-        m = re.match(r"\s*[,:—–-]\s*((?:a|an|the)\s[^,.;:()]{16,90})", after)
+        m = re.match(r"\s*[,:—–-]\s*((?:a|an|the)\s.+)", after)
+        descriptor = noun_phrase(m.group(1)) if m else ""
+        return f"{name}: {descriptor}" if len(descriptor.split()) >= 2 else name
+    for sentence in split_sentences(clean):
+        m = _CONTRIBUTION_OBJECT.search(sentence)
         if m:
-            return _shorten(f"{name}: {m.group(1).strip()}", 90)
-        return name
+            phrase = noun_phrase(m.group(1), allow_colon=True)
+            if len(phrase.split()) >= 2:
+                return phrase
     first = split_sentences(clean)[0] if clean else ""
-    clause = re.split(r"[,;:]", first)[0]
-    return _shorten(clause, 80)
-
-
-def _shorten(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    cut = text[:limit].rsplit(" ", 1)[0]
-    return cut.rstrip(",;:") + "…"
+    return noun_phrase(re.split(r"[,;:]", first)[0]) or clean[:80]
 
 
 # --- questions ---------------------------------------------------------------------------------------

@@ -293,3 +293,17 @@ def test_questions_whose_papers_all_fall_below_min_score_get_an_answer_not_a_cra
     answer = ask(question, None)
     assert answer.answer.strip()
     assert answer.grounded == bool(answer.citations)
+
+
+@pytest.mark.parametrize("question", [
+    "Summarize the work on making LLM inference and serving cheaper.", "Summarize the work on evaluating language models.",
+    "Which papers study steering of model activations?", "Summarize the work on federated learning",
+])
+def test_theme_headings_are_short_phrases_drawn_from_the_cited_papers(engine, ask, question):
+    answer = ask(question, "summary")
+    headings = re.findall(r"^\*\*([^*]+)\*\*$", answer.answer, flags=re.MULTILINE)
+    assert headings, answer.answer
+    texts = " ".join(clean_markup(engine.papers[c.doc_id].text).lower() for c in answer.citations)
+    for heading in headings:
+        assert 1 <= len(heading.split()) <= 4, heading
+        assert heading in ("Other related work", "Related work") or heading.lower() in texts, heading

@@ -73,3 +73,30 @@ def test_normalize_name_keeps_different_names_apart() -> None:
 def test_find_links_strips_trailing_punctuation() -> None:
     text = r"Code is at https://github.com/haoran-zh/FedRot-LoRA. See also \url{https://lems-svd.github.io}."
     assert find_links(text) == ["https://github.com/haoran-zh/FedRot-LoRA", "https://lems-svd.github.io"]
+
+
+def test_no_seed_title_is_a_cut_off_sentence():
+    from pathlib import Path
+
+    from rag_bot.corpus import read_paths
+
+    papers = read_paths([Path(__file__).resolve().parent.parent / "seeds"]).papers
+    assert len(papers) == 38
+    for paper in papers:
+        title = paper.title
+        assert "…" not in title and not title.endswith((".", ",", ":")), title
+        assert title.split()[-1].lower() not in {"a", "an", "the", "of", "for", "in", "to", "and", "with", "as"}, title
+        assert not title.lower().startswith(("we ", "this paper", "large language model")), title
+        assert len(title) <= 110, title
+
+
+def test_derived_titles_name_the_contribution():
+    from rag_bot.text import derive_title
+
+    assert derive_title("Prior work is slow. We therefore propose TIPEX, a controllable execution framework that "
+                        "unifies two levels of parallelism.") == "TIPEX: Controllable execution framework"
+    assert derive_title("Data are scarce. In response, we introduce Op-CAD, the first large-scale, multi-modal "
+                        "dataset for operation-oriented CAD generation, encompassing four operation types.") == \
+        "Op-CAD: First large-scale, multi-modal dataset for operation-oriented CAD generation"
+    assert derive_title("Prompt sensitivity is well studied; here, we instead study output policy: algorithm choice "
+                        "under fixed correctness.") == "Output policy: algorithm choice under fixed correctness"
