@@ -526,26 +526,30 @@ def seed_names(files: Iterable[Path]) -> dict[Path, tuple[str, str]]:
     return names
 
 
+def _expand(path: Path) -> list[Path | Problem]:
+    """The corpus files a path names (a folder: its corpus files, sorted by name), or its problem."""
+    if path.is_dir():
+        # Entries named like corpus files that are no regular file (FIFOs, devices, dangling links, links to
+        # them) are reported by `read_file` and skipped; folders named `*.txt` are only walked into.
+        files = sorted(
+            p for p in path.rglob("*") if not p.name.startswith(".") and _suffix(p) in SUFFIXES and not p.is_dir()
+        )
+        return [*files] if files else [Problem(path=str(path), message="folder holds no corpus files")]
+    if path.exists() or path.is_symlink():
+        return [path]
+    return [Problem(path=str(path), message="no such file or folder")]
+
+
 def read_paths(paths: Iterable[Path], max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> ReadResult:
     """All papers in the given files and folders (folders: their corpus files, sorted by name); a file named twice
     is read once. Seed files sharing a stem get distinct ids by `seed_names`."""
     result = ReadResult()
     items: list[Path | Problem] = []
     for path in paths:
-        if path.is_dir():
-            # Entries named like corpus files that are no regular file (FIFOs, devices, dangling links, links to
-            # them) are reported by `read_file` and skipped; folders named `*.txt` are only walked into.
-            files = sorted(
-                p for p in path.rglob("*")
-                if not p.name.startswith(".") and _suffix(p) in SUFFIXES and not p.is_dir()
-            )
-            if not files:
-                items.append(Problem(path=str(path), message="folder holds no corpus files"))
-            items.extend(files)
-        elif path.exists() or path.is_symlink():
-            items.append(path)
-        else:
-            items.append(Problem(path=str(path), message="no such file or folder"))
+        try:
+            items.extend(_expand(path))
+        except OSError as exc:  # a name too long, a folder that cannot be listed...
+            items.append(Problem(path=str(path), message=f"cannot read ({exc.strerror or exc})"))
     seen: set[Path] = set()
     unique_items: list[Path | Problem] = []
     for item in items:

@@ -510,3 +510,12 @@ def test_seed_ids_of_the_seeds_folder_are_unchanged_when_read_with_other_files(t
     result = read_paths([SEEDS, tmp_path / "extra.txt", SEEDS / f"{FILE_A}.txt"])
     assert result.problems == []
     assert f"{FILE_A}#13" in {p.doc_id for p in result.papers} and len(result.papers) == 39
+
+
+def test_a_path_the_system_refuses_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+    good = tmp_path / "good.txt"
+    good.write_text(_seed_text(_abstract(1)))
+    long = tmp_path / ("x" * 5000 + ".txt")
+    result = read_paths([long, good])
+    assert [p.doc_id for p in result.papers] == ["good#1"]
+    assert [(p.path, p.message) for p in result.problems] == [(str(long), "cannot read (File name too long)")]
