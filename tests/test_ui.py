@@ -419,3 +419,168 @@ def test_login_is_required_when_auth_is_set(seed_storage, tmp_path):
         client = Client(url, auth=("ann", "s3cret"), verbose=False)
         result = client.predict("what does CorrSteer gain on HarmBench?", "Auto", 0, api_name="/ask")
         assert result["citations"]
+
+
+def test_login_attempts_are_throttled_over_http(seed_storage, tmp_path):
+    """After 5 wrong passwords for a user from one client, even the right one is refused for a while."""
+    import urllib.parse
+
+    def login(url: str, password: str) -> int:
+        data = urllib.parse.urlencode({"username": "ann", "password": password}).encode()
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url + "login", data=data), timeout=10) as response:
+                return int(response.status)
+        except urllib.error.HTTPError as exc:
+            return int(exc.code)
+
+    with running_server(seed_storage, tmp_path, RAG_BOT_AUTH="ann:s3cret") as (url, log):
+        assert login(url, "s3cret") == 200
+        assert [login(url, f"wrong{i}") for i in range(5)] == [400] * 5
+        assert login(url, "s3cret") == 400, "locked out: the right password is not even checked"
+        log.seek(0)
+        assert "failed logins for 'ann'" in log.read()
+
+
+# --- in-process server (an engine whose answers and ingests can be held) -----------------------------------
+
+
+class GatedEngine:
+    """The engine, except that a question containing "slowly" and every ingest wait for `gate`."""
+
+    def __init__(self, engine) -> None:
+        import threading
+
+        self._engine = engine
+        self.gate = threading.Event()
+        self.answering = threading.Event()
+        self.ingesting = threading.Event()
+        self.ingested: list[Path] = []
+
+    def __getattr__(self, name):
+        return getattr(self._engine, name)
+
+    def stream(self, question, *args, **kwargs):
+        if "slowly" in question:
+            self.answering.set()
+            self.gate.wait(20)
+        yield from self._engine.stream(question, *args, **kwargs)
+
+    def ingest(self, paths, **kwargs):
+        self.ingested += list(paths)
+        self.ingesting.set()
+        self.gate.wait(20)
+        return self._engine.ingest(paths, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def gated(seed_storage, tmp_path_factory):
+    """(client url, GatedEngine, Library) of a chat served in this process over a copy of the seed store."""
+    from rag_bot.engine import Engine
+    from rag_bot.settings import Settings
+    from rag_bot.ui.app import build_app, launch
+    from rag_bot.ui.base import Library
+
+    settings = Settings(storage=copy_store(seed_storage, tmp_path_factory), host="127.0.0.1", port=free_port())
+    engine = GatedEngine(Engine(settings))
+    engine.retriever  # noqa: B018
+    library = Library(engine)  # type: ignore[arg-type]
+    app = build_app(engine, library)  # type: ignore[arg-type]
+    launch(app, settings, prevent_thread_lock=True, quiet=True)
+    try:
+        yield f"http://127.0.0.1:{settings.port}/", engine, library
+    finally:
+        engine.gate.set()
+        app.close()
+
+
+def test_a_slow_answer_or_an_upload_never_blocks_other_answers(gated, tmp_path):
+    from gradio_client import Client, handle_file
+
+    url, engine, _ = gated
+    slow_user, other_user = Client(url, verbose=False), Client(url, verbose=False)
+    slow = slow_user.submit("slowly: what does CorrSteer gain on HarmBench?", [], "Auto", 6, api_name="/chat")
+    assert engine.answering.wait(30)
+    result = other_user.predict("what does CorrSteer gain on HarmBench?", "Auto", 0, api_name="/ask")
+    assert result["citations"] and not slow.done(), "answered while the slow answer is still being written"
+
+    upload = tmp_path / "more.csv"
+    upload.write_text('id,title,abstract\nwomb-1,Wombatnet,"We introduce Wombatnet, a burrowing index that '
+                      'speeds up nearest-neighbour search by 7x on SIFT1M."\n')
+    uploading = slow_user.submit([handle_file(upload)], api_name="/upload")
+    assert engine.ingesting.wait(30)
+    result = other_user.predict("how much faster is OServe?", "Auto", 0, api_name="/ask")
+    assert result["citations"] and not uploading.done(), "answered from the committed state during the upload"
+    deadline = time.monotonic() + 30
+    while not any(str(o[0]).startswith("Indexing") for o in uploading.outputs()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert str(uploading.outputs()[0][0]).startswith("Indexing 1 file(s)…"), "the upload says at once it is indexing"
+
+    engine.gate.set()
+    summary, table, status, _ = uploading.result(timeout=60)
+    assert "**1 added**" in summary and "39** papers indexed" in status
+    assert slow.result(timeout=60)[0][-1]["content"]
+    assert engine.ingested and not any(p.exists() for p in engine.ingested), "uploaded temp files are removed"
+    assert other_user.predict("how much does Wombatnet speed up search?", "Auto", 0, api_name="/ask")["citations"]
+
+
+def test_exports_keep_one_file_per_session(gated):
+    from gradio_client import Client
+
+    url, _, library = gated
+    before = {p for p in library.export_dir.rglob("*") if p.is_file()}
+    for _ in range(2):
+        client = Client(url, verbose=False)
+        for question in ("what does CorrSteer gain on HarmBench?", "how much faster is OServe?"):
+            *_, export, _ = client.predict(question, [], "Auto", 6, api_name="/chat")
+            assert export, "each answer can be exported"
+    files = [p for p in library.export_dir.rglob("*") if p.is_file()]
+    assert len(files) == len(before) + 2 and len({p.parent for p in files}) == len(files), files
+
+
+def test_markdown_images_in_corpus_text_are_neutralised() -> None:
+    from rag_bot.ui.render import markdown_text
+
+    out = answer_html("See ![x](http://evil.example/p.png) and ![y][ref] [1].", turn=1)
+    assert "![" not in out and "&#33;[x](http://evil.example/p.png)" in out and 'href="#src-1-1"' in out
+    assert "![" not in markdown_text("![a](http://e/p.png)") and "<img" not in markdown_text("<img src=http://e/p>")
+    assert "![" not in upload_summary(0, 0, 0, files=0, seconds=0, papers=1, rejected=["![a](http://e/p.png)"])
+
+
+def test_credentials_in_urls_are_masked_in_what_the_chat_shows() -> None:
+    status = status_line("offline", 3, "Chroma server http://ann:s3cret@db.example:8000")
+    assert "s3cret" not in status and "http://***@db.example:8000" in status
+    answer = _answer("It works [1].", "q")
+    answer.notice = "The language model (gpt) could not answer: cannot reach https://bob:hunter2@llm.example/v1."
+    assert "hunter2" not in answer_message(answer, turn=1)
+    assert "hunter2" not in export_markdown([Turn(question="q", answer=answer)], {})
+
+
+def test_login_throttle_locks_out_then_doubles(caplog) -> None:
+    from rag_bot.ui.app import LoginThrottle
+
+    now = [0.0]
+    throttle = LoginThrottle([("ann", "pw")], max_failures=5, window=60, clock=lambda: now[0])
+    assert throttle.check("ann", "pw", "1.2.3.4")
+    assert not any(throttle.check("ann", "bad", "1.2.3.4") for _ in range(5))
+    assert not throttle.check("ann", "pw", "1.2.3.4"), "locked out: not even the right password"
+    assert throttle.check("ann", "pw", "5.6.7.8"), "another client is not locked out"
+    assert "failed logins for 'ann' from 1.2.3.4" in caplog.text
+    now[0] = 61
+    assert throttle.check("ann", "pw", "1.2.3.4") is True  # the lockout ended; a success resets
+    assert not any(throttle.check("ann", "bad", "1.2.3.4") for _ in range(5))
+    now[0] = 122
+    assert not throttle.check("ann", "pw", "1.2.3.4"), "the second lockout is 120 s"
+    now[0] = 182
+    assert not throttle.check("ann", "pw", "1.2.3.4") and throttle.check("bob", "x", "1.2.3.4") is False
+    now[0] = 62 + 121
+    assert throttle.check("ann", "pw", "1.2.3.4")
+
+
+def test_a_network_bind_without_login_warns() -> None:
+    from rag_bot.ui.app import exposure_warning
+
+    warning = exposure_warning("0.0.0.0", None)
+    assert warning and warning.startswith("WARNING") and "anyone" in warning and "RAG_BOT_AUTH" in warning
+    assert exposure_warning("192.168.1.5", []) and exposure_warning("my-host.lan", None)
+    assert exposure_warning("0.0.0.0", [("ann", "pw")]) is None
+    assert all(exposure_warning(h, None) is None for h in ("127.0.0.1", "localhost", "::1", "[::1]", "127.0.1.1"))

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import hmac
+import ipaddress
 import logging
 import sys
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +17,9 @@ from rag_bot.logs import configure_logging
 from rag_bot.settings import Settings
 
 log = logging.getLogger(__name__)
+
+# Answers run side by side in this many of Gradio's queue slots (uploads have their own, see collection.py).
+ANSWER_CONCURRENCY = 8
 
 CSS = """
 .status-line { font-size: 0.9em; opacity: 0.85; }
@@ -68,6 +76,85 @@ def auth_pairs(value: str | None) -> list[tuple[str, str]] | None:
     return pairs
 
 
+class LoginThrottle:
+    """Gradio's `auth` callable: checks a user:password, but after `max_failures` wrong attempts for a user
+    from one client within `window` seconds, rejects that user from that client without checking for a
+    lockout that doubles with each further lockout (from `window`, at most `max_lockout`). A success resets."""
+
+    def __init__(self, pairs: list[tuple[str, str]], max_failures: int = 5, window: float = 60.0,
+                 max_lockout: float = 3600.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.passwords = dict(pairs)
+        self.max_failures = max_failures
+        self.window = window
+        self.max_lockout = max_lockout
+        self.clock = clock
+        self.failures: dict[tuple[str, str], list[float]] = {}
+        self.lockouts: dict[tuple[str, str], int] = {}
+        self.locked_until: dict[tuple[str, str], float] = {}
+        self.lock = threading.Lock()
+
+    def __call__(self, username: str, password: str) -> bool:
+        return self.check(username, password, _login_client())
+
+    def check(self, username: str, password: str, client: str = "?") -> bool:
+        key = (username, client)
+        now = self.clock()
+        with self.lock:
+            if self.locked_until.get(key, 0.0) > now:
+                log.warning("login for %r from %s refused unchecked: locked out for %.0f s more", username, client,
+                            self.locked_until[key] - now)
+                return False
+            expected = self.passwords.get(username)
+            if expected is not None and hmac.compare_digest(password.encode("utf-8", "replace"),
+                                                            expected.encode("utf-8", "replace")):
+                self.failures.pop(key, None)
+                self.lockouts.pop(key, None)
+                return True
+            recent = [t for t in self.failures.get(key, []) if now - t < self.window] + [now]
+            self.failures[key] = recent
+            if len(recent) >= self.max_failures:
+                count = self.lockouts.get(key, 0)
+                seconds = min(self.window * 2**count, self.max_lockout)
+                self.lockouts[key] = count + 1
+                self.locked_until[key] = now + seconds
+                self.failures[key] = []
+                log.warning("%d failed logins for %r from %s within %.0f s: locked out for %.0f s",
+                            len(recent), username, client, self.window, seconds)
+            return False
+
+
+def _login_client() -> str:
+    """The address of the client whose login Gradio is checking. Gradio calls `auth(username, password)` from
+    its /login route without the request, so it is taken from that route's frame; "?" if not found."""
+    frame = sys._getframe(2)
+    for _ in range(4):
+        if frame is None:
+            break
+        request = frame.f_locals.get("request")
+        client = getattr(request, "client", None)
+        if client is not None:
+            return str(getattr(client, "host", "?"))
+        frame = frame.f_back  # type: ignore[assignment]
+    return "?"
+
+
+def exposure_warning(host: str, auth: object) -> str | None:
+    """The warning for a chat reachable from the network without a login (None when loopback or logins)."""
+    if auth:
+        return None
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return None
+    try:
+        if ipaddress.ip_address(name).is_loopback:
+            return None
+    except ValueError:
+        pass  # a host name other than localhost: assume it is reachable
+    return (f"WARNING: the chat listens on {host} without RAG_BOT_AUTH: anyone who can reach this machine on "
+            f"the network can read the collection, ask questions and upload files. Set RAG_BOT_AUTH=user:password "
+            f"(or a file of such lines), or RAG_BOT_HOST=127.0.0.1.")
+
+
 def ensure_index(engine: Engine) -> None:
     """Index the seeds folder when the store is empty (first `make run`), with a progress bar on stderr."""
     if engine.index.count() > 0:
@@ -88,8 +175,9 @@ def ensure_index(engine: Engine) -> None:
         bar.close()
 
 
-def build_app(engine: Engine) -> Any:
-    """The chat page on an engine: a status line over three tabs (Chat with its sources, Collection, Map)."""
+def build_app(engine: Engine, library: Any = None) -> Any:
+    """The chat page on an engine: a status line over three tabs (Chat with its sources, Collection, Map).
+    `library`: the `Library` view of the engine to use (tests pass their own to look inside)."""
     import gradio as gr
 
     from rag_bot.ui.base import Library, Shared
@@ -98,8 +186,9 @@ def build_app(engine: Engine) -> Any:
     from rag_bot.ui.map import MapPanel
     from rag_bot.ui.sources import SourcesPanel
 
-    library = Library(engine)
-    with gr.Blocks(title="rag-bot", analytics_enabled=False, fill_width=True) as app:
+    library = library or Library(engine)
+    # Gradio's own copies of uploads and exports are deleted after an hour (and all at restart).
+    with gr.Blocks(title="rag-bot", analytics_enabled=False, fill_width=True, delete_cache=(600, 3600)) as app:
         gr.Markdown("## rag-bot · cited answers about research abstracts")
         shared = Shared(
             status=gr.Markdown(library.status(), elem_classes="status-line", elem_id="status"),
@@ -134,19 +223,29 @@ def serve(settings: Settings | None = None) -> None:
         auth = auth_pairs(engine.settings.auth)
     except (OSError, ValueError) as exc:
         raise SystemExit(f"error: {exc}") from None
+    warning = exposure_warning(engine.settings.host, auth)
+    if warning:
+        log.warning("%s", warning)
+        print(warning, file=sys.stderr)
     ensure_index(engine)
     engine.retriever  # load BM25 and names before the first question  # noqa: B018
     app = build_app(engine)
     print(f"rag-bot chat on http://{engine.settings.host}:{engine.settings.port}"
           f"{' (login required)' if auth else ''}", file=sys.stderr)
-    app.queue(default_concurrency_limit=1).launch(
-        server_name=engine.settings.host,
-        server_port=engine.settings.port,
+    launch(app, engine.settings, auth)
+
+
+def launch(app: Any, settings: Settings, auth: list[tuple[str, str]] | None = None, **kwargs: Any) -> Any:
+    """Serve a built app as `serve` does: answers in parallel slots, logins throttled, uploads size-capped."""
+    return app.queue(default_concurrency_limit=ANSWER_CONCURRENCY).launch(
+        server_name=settings.host,
+        server_port=settings.port,
         show_error=False,
-        auth=auth,
+        auth=LoginThrottle(auth) if auth else None,
         auth_message="rag-bot: log in with the user and password from RAG_BOT_AUTH." if auth else None,
-        max_file_size=f"{engine.settings.max_upload_mb}mb",
+        max_file_size=f"{settings.max_upload_mb}mb",
         css=CSS,
         head=HEAD,
         footer_links=["api"],
+        **kwargs,
     )

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
 import logging
+import shutil
+import tempfile
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from rag_bot.collection_map import CollectionMap, build_map
@@ -21,8 +25,12 @@ class Library:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        # Answers and ingests share the engine; an ingest rebuilds the retriever, so it runs alone.
-        self.lock = threading.Lock()
+        # Answers read the engine concurrently (an ingest's reload swaps the retriever's state atomically);
+        # only ingests take this lock, so two uploads never interleave.
+        self.ingest_lock = threading.Lock()
+        # Conversation exports (one file per session, see `ChatPanel.write_export`), removed at exit.
+        self.export_dir = Path(tempfile.mkdtemp(prefix="rag-bot-export-"))
+        atexit.register(shutil.rmtree, self.export_dir, ignore_errors=True)
         self.papers: dict[str, Paper] = {}
         self.map: CollectionMap
         self.refresh()

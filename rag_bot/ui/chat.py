@@ -6,10 +6,9 @@ left out stay as they are.
 
 from __future__ import annotations
 
-import html
 import logging
-import tempfile
-import uuid
+import math
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import gradio as gr
 
 from rag_bot.errors import EmptyQuestionError, NoIndexError
+from rag_bot.text import mask_credentials
 from rag_bot.types import Answer, Turn
 from rag_bot.ui.base import Library, Shared
 from rag_bot.ui.render import (
@@ -27,6 +27,7 @@ from rag_bot.ui.render import (
     chosen_mode,
     example_prompts,
     export_markdown,
+    markdown_text,
 )
 from rag_bot.ui.sources import SourcesPanel
 
@@ -38,6 +39,37 @@ COPY_JS = """(text) => {
   return text;
 }"""
 SORRY = "Sorry, something went wrong while answering ({}). Please try again."
+MAX_QUESTION_CHARS = 2000
+MAX_PAPERS = 20  # the API's `papers` above this is taken as this (the slider stops at 10)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def check_question(text: Any) -> str:
+    """The question as the engine takes it (whitespace collapsed, control characters and lone surrogates
+    replaced), or `gr.Error` saying what is wrong with it."""
+    if not isinstance(text, str):
+        raise gr.Error("The question must be text.")
+    text = text.encode("utf-8", "replace").decode("utf-8")  # a lone surrogate (valid JSON "\ud800") -> "?"
+    question = " ".join(_CONTROL.sub(" ", text).split())
+    if not question:
+        raise gr.Error("Please type a question.")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise gr.Error(f"The question is too long ({len(question)} characters; at most {MAX_QUESTION_CHARS}).")
+    return question
+
+
+def check_papers(value: Any) -> int | None:
+    """How many papers an answer may use: None (as many as it needs) for 0 or nothing, at most `MAX_PAPERS`;
+    `gr.Error` for a negative or non-numeric value."""
+    if value is None or value is False or value == "":
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise gr.Error(f"papers must be a number, got {str(value)[:40]!r}.") from None
+    if math.isnan(number) or number < 0:
+        raise gr.Error("papers must be 0 (as many as the answer needs) or a positive number.")
+    return min(int(number), MAX_PAPERS) if number >= 1 else None
 
 
 class ChatPanel:
@@ -48,7 +80,7 @@ class ChatPanel:
         self.engine = library.engine
         self.sources = sources
         self.shared = shared
-        self.export_dir = Path(tempfile.mkdtemp(prefix="rag-bot-export-"))
+        self.export_dir = library.export_dir
 
     def render(self) -> None:
         settings = self.engine.settings
@@ -94,37 +126,38 @@ class ChatPanel:
         return answered
 
     def respond(
-        self, message: str, messages: list[Any], turns: list[Turn], mode: str, n_papers: float
+        self, message: str, messages: list[Any], turns: list[Turn], mode: str, n_papers: float,
+        request: gr.Request | None = None,
     ) -> Iterator[dict[Any, Any]]:
         """Stream the answer into the chat, then show its sources and update the status and export."""
-        question = " ".join((message or "").split())
-        if not question:
-            gr.Warning("Please type a question.")
+        try:
+            question = check_question(message or "")
+            max_papers = check_papers(n_papers)
+        except gr.Error as exc:
+            gr.Warning(exc.message)
             yield {self.chatbot: gr.skip()}
             return
-        if not messages:
-            turns = []  # an emptied chat (or an API call without history) starts a new conversation
+        if not isinstance(messages, list) or not isinstance(turns, list) or not messages:
+            messages, turns = [], []  # an emptied chat (or an API call without history) starts a new conversation
         turn = len(turns) + 1
-        messages = [*messages, {"role": "user", "content": html.escape(question)},
+        messages = [*messages, {"role": "user", "content": markdown_text(question)},
                     {"role": "assistant", "content": "…"}]
         yield {self.chatbot: messages, self.question: ""}
         log.debug("question %d (%s): %r", turn, mode, question)
         text = ""
         answer: Answer | None = None
         try:
-            with self.library.lock:
-                stream = self.engine.stream(question, mode=chosen_mode(mode), history=list(turns),
-                                            max_papers=int(n_papers) if n_papers else None)
-                for event in stream:
-                    if isinstance(event, Answer):
-                        answer = event
-                    else:
-                        text += event
-                        messages[-1] = {"role": "assistant", "content": answer_html(text, turn)}
-                        yield {self.chatbot: messages}
+            stream = self.engine.stream(question, mode=chosen_mode(mode), history=list(turns), max_papers=max_papers)
+            for event in stream:
+                if isinstance(event, Answer):
+                    answer = event
+                else:
+                    text += event
+                    messages[-1] = {"role": "assistant", "content": answer_html(text, turn)}
+                    yield {self.chatbot: messages}
         except (EmptyQuestionError, NoIndexError) as exc:
-            gr.Warning(str(exc))
-            messages[-1] = {"role": "assistant", "content": html.escape(str(exc))}
+            gr.Warning(mask_credentials(str(exc)))
+            messages[-1] = {"role": "assistant", "content": markdown_text(str(exc))}
             yield {self.chatbot: messages}
             return
         except Exception as exc:  # the chat never shows a traceback; the log has it
@@ -143,13 +176,17 @@ class ChatPanel:
             self.sources.html: self.sources.show(turns),
             self.shared.turns: turns,
             self.shared.status: self.library.status(answer),
-            self.export: gr.DownloadButton(value=str(self.write_export(turns)), interactive=True),
+            self.export: gr.DownloadButton(value=str(self.write_export(turns, request)), interactive=True),
             self.last_answer: answer_markdown(answer),
         }
 
-    def write_export(self, turns: list[Turn]) -> Path:
-        """The conversation as a Markdown file to download."""
-        path = self.export_dir / f"rag-bot-conversation-{uuid.uuid4().hex[:8]}.md"
+    def write_export(self, turns: list[Turn], request: gr.Request | None = None) -> Path:
+        """The conversation as a Markdown file to download: one file per browser session, overwritten by
+        each answer (the app's export folder is removed at exit)."""
+        session = re.sub(r"[^A-Za-z0-9_-]", "", str(getattr(request, "session_hash", None) or ""))[:64] or "local"
+        folder = self.export_dir / session
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / "rag-bot-conversation.md"
         path.write_text(export_markdown(turns, self.library.papers), encoding="utf-8")
         return path
 
@@ -175,12 +212,18 @@ class ChatPanel:
 
         def ask(question: str, mode: str = "Auto", papers: int = 0) -> dict[str, Any]:
             """The JSON contract of `rag-bot ask --json` for one question (mode: Auto, Ask, Summarize an area,
-            Compare, or ask/summary/compare)."""
+            Compare, or ask/summary/compare; anything else: Auto)."""
+            text = check_question(question)
+            max_papers = check_papers(papers)
             try:
-                with library.lock:
-                    answer = library.engine.ask(question, mode=chosen_mode(mode), max_papers=papers or None)
+                answer = library.engine.ask(text, mode=chosen_mode(mode if isinstance(mode, str) else None),
+                                            max_papers=max_papers)
             except (EmptyQuestionError, NoIndexError) as exc:
-                raise gr.Error(str(exc)) from None
-            return answer.to_json()
+                raise gr.Error(mask_credentials(str(exc))) from None
+            except Exception as exc:  # the caller gets one line; the log has the traceback
+                log.exception("error answering an /ask question")
+                raise gr.Error(SORRY.format(type(exc).__name__)) from None
+            result: dict[str, Any] = answer.to_json()
+            return result
 
         return ask

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
+from gradio.utils import get_upload_folder
 
 from rag_bot.corpus import SUFFIXES, ReadResult
+from rag_bot.index import IngestReport
+from rag_bot.text import mask_credentials
 from rag_bot.ui.base import Library, Shared
 from rag_bot.ui.render import paper_table, upload_summary
 
 log = logging.getLogger(__name__)
-
 
 
 def check_upload(path: Path, max_mb: int) -> str | None:
@@ -63,13 +67,19 @@ class CollectionPanel:
         self.query.submit(self.search, [self.query], [self.table], api_visibility="private")
         # A list: its order is the order of the /upload API's return values.
         outputs = [self.summary, self.table, self.shared.status, self.files]
-        return self.add.click(self.add_files, [self.files], outputs, api_name="upload")
+        # Uploads queue on their own (one at a time), never in the answers' slots.
+        return self.add.click(self.add_files, [self.files], outputs, api_name="upload",
+                              concurrency_limit=1, concurrency_id="ingest")
 
     def search(self, query: str) -> Any:
         return paper_table(self.library.papers, query or "")
 
-    def add_files(self, files: list[str] | None, progress: gr.Progress = gr.Progress()) -> dict[Any, Any]:  # noqa: B008
-        """Check and index uploaded files; report what was added, skipped and rejected."""
+    def add_files(
+        self, files: list[str] | None, progress: gr.Progress = gr.Progress()  # noqa: B008
+    ) -> Iterator[dict[Any, Any]]:
+        """Check the uploaded files and index them in the background (`IngestJob`): the summary says
+        "Indexing …" at once and counts up, answers keep coming from the committed collection meanwhile;
+        the summary, table and status show the result when the ingest ends."""
         if not files:
             raise gr.Error("Choose one or more files first (.txt, .jsonl, .jsonl.gz or .csv).")
         accepted: list[Path] = []
@@ -79,32 +89,27 @@ class CollectionPanel:
             why = check_upload(path, self.engine.settings.max_upload_mb)
             if why:
                 rejected.append(f"{path.name}: {why}")
+                remove_upload(path)
             else:
                 accepted.append(path)
-        total = 0
-        done = 0
-
-        def on_read(result: ReadResult) -> None:
-            nonlocal total
-            total = len(result.papers)
-            progress(0, desc=f"Indexing {total} papers")
-
-        def on_progress(n: int) -> None:
-            nonlocal done
-            done += n
-            progress(done / max(total, 1), desc=f"Indexed {done} of {total} papers")
-
         start = time.perf_counter()
         counts = (0, 0, 0)
         if accepted:
             log.info("indexing %d uploaded file(s)", len(accepted))
-            try:
-                with self.library.lock:
-                    report, result = self.engine.ingest(accepted, progress=on_progress, on_read=on_read)
-                    self.library.refresh()
-            except Exception as exc:
-                log.exception("error indexing %s", [p.name for p in accepted])
-                raise gr.Error(f"Could not index the files ({type(exc).__name__}: {exc}).") from None
+            job = IngestJob(self.library, accepted)
+            yield {self.summary: f"Indexing {len(accepted)} file(s)… the chat keeps answering from the "
+                                 f"current collection meanwhile."}
+            shown = (-1, -1)
+            while not job.finished.wait(0.5):
+                if (job.done, job.total) != shown and job.total:
+                    shown = (job.done, job.total)
+                    progress(job.done / job.total, desc=f"Indexed {job.done} of {job.total} papers")
+                    yield {self.summary: f"Indexing {job.total} papers… {job.done} of {job.total} done."}
+            if job.error is not None:
+                raise gr.Error(f"Could not index the files ({type(job.error).__name__}: "
+                               f"{mask_credentials(str(job.error))}).")
+            report, result = job.report, job.result
+            assert report is not None and result is not None
             counts = (report.added, report.updated, report.unchanged)
             for problem in result.problems:
                 where = f"{Path(problem.path).name}:{problem.line}" if problem.line else Path(problem.path).name
@@ -114,9 +119,60 @@ class CollectionPanel:
             gr.Warning("No file could be added; see the summary.")
         summary = upload_summary(*counts, files=len(accepted), seconds=time.perf_counter() - start,
                                  papers=len(self.library.papers), rejected=rejected)
-        return {
+        yield {
             self.summary: summary,
             self.table: paper_table(self.library.papers),
             self.shared.status: self.library.status(),
             self.files: None,
         }
+
+
+def remove_upload(path: Path) -> None:
+    """Delete an uploaded file (and its folder, if emptied) once read: only files in Gradio's upload folder."""
+    try:
+        folder = Path(get_upload_folder()).resolve()
+        resolved = path.resolve()
+        if folder not in resolved.parents:
+            return
+        resolved.unlink(missing_ok=True)
+        if resolved.parent != folder and not any(resolved.parent.iterdir()):
+            resolved.parent.rmdir()
+    except OSError as exc:
+        log.debug("could not remove the upload %s: %s", path.name, exc)
+
+
+class IngestJob:
+    """One upload's ingest, in a thread of its own: it finishes (and the uploaded files are removed) even if
+    the page that started it is closed. Ingests run one at a time (`Library.ingest_lock`)."""
+
+    def __init__(self, library: Library, paths: list[Path]) -> None:
+        self.library = library
+        self.paths = paths
+        self.total = 0
+        self.done = 0
+        self.report: IngestReport | None = None
+        self.result: ReadResult | None = None
+        self.error: BaseException | None = None
+        self.finished = threading.Event()
+        threading.Thread(target=self._run, name="rag-bot-ingest", daemon=True).start()
+
+    def _on_read(self, result: ReadResult) -> None:
+        self.total = len(result.papers)
+
+    def _on_progress(self, n: int) -> None:
+        self.done += n
+
+    def _run(self) -> None:
+        try:
+            with self.library.ingest_lock:
+                self.report, self.result = self.library.engine.ingest(
+                    self.paths, progress=self._on_progress, on_read=self._on_read
+                )
+                self.library.refresh()
+        except Exception as exc:
+            log.exception("error indexing %s", [p.name for p in self.paths])
+            self.error = exc
+        finally:
+            for path in self.paths:
+                remove_upload(path)
+            self.finished.set()

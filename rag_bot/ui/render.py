@@ -12,13 +12,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from rag_bot.collection_map import CollectionMap
-from rag_bot.text import clean_markup, split_sentences
+from rag_bot.text import clean_markup, mask_credentials, split_sentences
 from rag_bot.types import Answer, Mode, Paper, Turn
 
 # The chat's mode radio: label -> engine mode (None: the engine detects it from the question).
 MODES: dict[str, Mode | None] = {"Auto": None, "Ask": "ask", "Summarize an area": "summary", "Compare": "compare"}
 MODE_NAMES: dict[Mode, str] = {"ask": "Ask", "summary": "Summarize an area", "compare": "Compare"}
 _CITE = re.compile(r"\[(\d+)\]")
+# `![` starts a Markdown image (inline `![x](url)` or reference `![x][ref]`); its `!` as an entity is plain text.
+_IMAGE = re.compile(r"!(?=\[)")
 EMPTY_SOURCES = (
     '<div class="sources-panel"><p>Sources of the answers appear here. Click a [n] in an answer to '
     "jump to its source.</p></div>"
@@ -32,9 +34,16 @@ def chosen_mode(label: str | None) -> Mode | None:
     return next((mode for mode in MODE_NAMES if mode == label), None)
 
 
+def markdown_text(text: str) -> str:
+    """Text (from the corpus, the user or a model) made safe for a Markdown renderer: HTML escaped, image
+    syntax neutralised (a `![x](http://...)` would make every reader's browser fetch the URL) and any
+    `user:password@` of a URL masked. Links stay links: they load nothing until clicked."""
+    return _IMAGE.sub("&#33;", html.escape(mask_credentials(text), quote=False))
+
+
 def answer_html(text: str, turn: int) -> str:
-    """Answer Markdown made safe for the chat: HTML escaped, each [n] a link to card n of this turn."""
-    safe = html.escape(text, quote=False)
+    """Answer Markdown made safe for the chat (`markdown_text`), each [n] a link to card n of this turn."""
+    safe = markdown_text(text)
     return _CITE.sub(lambda m: f'<a class="cite" href="#src-{turn}-{m.group(1)}">[{m.group(1)}]</a>', safe)
 
 
@@ -42,7 +51,7 @@ def answer_message(answer: Answer, turn: int) -> str:
     """The chat message of a finished answer: its text with linked markers, then its notice (if any)."""
     content = answer_html(answer.answer, turn)
     if answer.notice:
-        content += f"\n\n<em>{html.escape(answer.notice)}</em>"
+        content += f"\n\n<em>{markdown_text(answer.notice)}</em>"
     return content
 
 
@@ -132,7 +141,7 @@ def export_markdown(turns: Sequence[Turn], papers: dict[str, Paper]) -> str:
             continue
         out += [turn.answer.answer, ""]
         if turn.answer.notice:
-            out += [f"_{turn.answer.notice}_", ""]
+            out += [f"_{mask_credentials(turn.answer.notice)}_", ""]
         if turn.answer.citations:
             out += ["**References**", ""]
             for c in turn.answer.citations:
@@ -162,8 +171,8 @@ def writer_label(writer: str) -> str:
 def status_line(writer: str, papers: int, store: str) -> str:
     """Who writes the answers (`Engine.writer_name` or the last `Answer.llm`), collection size and store."""
     return (
-        f"Answers by **{html.escape(writer_label(writer))}** · **{papers}** papers indexed · "
-        f"store: {html.escape(store)}"
+        f"Answers by **{markdown_text(writer_label(writer))}** · **{papers}** papers indexed · "
+        f"store: {markdown_text(store)}"
     )
 
 
@@ -230,7 +239,7 @@ def map_legend(cmap: CollectionMap) -> str:
     """The topics of the map with their sizes, as Markdown."""
     counts = [len(cmap.members(j)) for j in range(len(cmap.labels))]
     return "Topics (k-means on the abstract embeddings, named by their distinctive terms): " + "; ".join(
-        f"**{html.escape(label)}** ({count})" for label, count in zip(cmap.labels, counts)
+        f"**{markdown_text(label)}** ({count})" for label, count in zip(cmap.labels, counts)
     )
 
 
@@ -247,7 +256,7 @@ def upload_summary(
         )
     if rejected:
         lines.append(f"**{len(rejected)} rejected:**")
-        lines += [f"- {html.escape(r, quote=False)}" for r in rejected[:50]]
+        lines += [f"- {markdown_text(r)}" for r in rejected[:50]]
         if len(rejected) > 50:
             lines.append(f"- … and {len(rejected) - 50} more")
     return "\n".join(lines)
