@@ -169,3 +169,53 @@ def test_map_shows_topics_and_the_last_sources(page):
                            timeout=15000)
     assert page.evaluate("window.xssHit") is None
     assert not [e for e in page.errors if "xss" in e.lower()]  # type: ignore[attr-defined]
+
+
+def test_images_in_an_abstract_never_load(page, tmp_path):
+    """A Markdown image or an <img> planted in an abstract makes the reader's browser fetch nothing."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    hits: list[str] = []
+
+    class Record(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            hits.append(self.path)
+            self.send_response(404)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    spy = ThreadingHTTPServer(("127.0.0.1", 0), Record)
+    threading.Thread(target=spy.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{spy.server_address[1]}"
+    try:
+        record = {
+            "id": "img-1",
+            "title": "Numbatnet: termite-inspired sparse retrieval",
+            "abstract": f"We present Numbatnet, a termite-inspired sparse retriever. Numbatnet reaches 71% recall "
+                        f"![pixel]({base}/md.png) on the BEIR benchmark <img src=\"{base}/raw.png\"> with a tenth "
+                        f"of the memory.",
+        }
+        upload = tmp_path / "images.jsonl"
+        upload.write_text(json.dumps(record) + "\n")
+        page.get_by_role("tab", name="Collection").click()
+        page.locator("#upload input[type=file]").set_input_files(str(upload))
+        page.wait_for_function("() => document.querySelector('#upload').innerText.includes('images.jsonl')")
+        page.click("#add")
+        page.wait_for_function("() => document.querySelector('#upload-summary').innerText.includes('1 added')",
+                               timeout=60000)
+        page.get_by_role("tab", name="Chat").click()
+        page.click("#new-chat")
+        page.wait_for_function("() => !document.querySelector('#sources .src-card')")
+        page.fill("#question textarea", f"What recall does Numbatnet reach? ![q]({base}/question.png)")
+        page.click("#send")
+        page.wait_for_selector("#sources #src-1-1", timeout=30000)
+        page.wait_for_timeout(1500)
+        assert hits == [], f"the browser fetched {hits}"
+        assert "Numbatnet" in page.locator("#src-1-1").inner_text()
+        assert "pixel" in last_bot_text(page), "the answer quotes the sentence with the image syntax, as text"
+        assert page.locator(f"img[src^='{base}']").count() == 0
+    finally:
+        spy.shutdown()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ COPY_JS = """(text) => {
 }"""
 SORRY = "Sorry, something went wrong while answering ({}). Please try again."
 MAX_QUESTION_CHARS = 2000
+STREAM_EVERY = 0.08  # seconds between two updates of a streamed answer
 MAX_PAPERS = 20  # the API's `papers` above this is taken as this (the slider stops at 10)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -146,15 +148,19 @@ class ChatPanel:
         log.debug("question %d (%s): %r", turn, mode, question)
         text = ""
         answer: Answer | None = None
+        shown = 0.0
         try:
             stream = self.engine.stream(question, mode=chosen_mode(mode), history=list(turns), max_papers=max_papers)
             for event in stream:
                 if isinstance(event, Answer):
                     answer = event
-                else:
-                    text += event
+                    continue
+                text += event
+                # At most STREAM_EVERY seconds apart: each update is a diff sent to the browser and rendered.
+                if time.monotonic() - shown >= STREAM_EVERY:
                     messages[-1] = {"role": "assistant", "content": answer_html(text, turn)}
                     yield {self.chatbot: messages}
+                    shown = time.monotonic()
         except (EmptyQuestionError, NoIndexError) as exc:
             gr.Warning(mask_credentials(str(exc)))
             messages[-1] = {"role": "assistant", "content": markdown_text(str(exc))}
