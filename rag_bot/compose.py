@@ -21,6 +21,7 @@ from llama_index.core.llms.mock import MockLLM
 from llama_index.core.response_synthesizers.base import BaseSynthesizer
 from llama_index.core.schema import NodeWithScore
 
+from rag_bot.citations import support_scores
 from rag_bot.nodes import PaperQuery, marked_sources, scored_paper
 from rag_bot.sentences import SentenceIndex
 from rag_bot.settings import Settings
@@ -193,10 +194,12 @@ class PaperSynthesizer(BaseSynthesizer):
     streamed answer (a `StreamingResponse` whose metadata["answer"] holds the checked `Answer` once the stream
     is drained), or the refusal when grounding chose no source."""
 
-    def __init__(self) -> None:
+    def __init__(self, sentences: SentenceIndex, settings: Settings) -> None:
         # The writers call their model themselves; the base class only needs an LLM for a prompt helper that
         # they never use, so it gets llama-index's no-op model.
         super().__init__(llm=MockLLM(), streaming=True)
+        self.sentences = sentences
+        self.settings = settings
 
     @property
     @abstractmethod
@@ -237,8 +240,23 @@ class PaperSynthesizer(BaseSynthesizer):
                     yield event
         if answer is None:
             raise WriterUnavailable("the writer ended without an answer")
+        if answer.citations:
+            self._check_support(answer, sources)
         answer.retrieved = retrieved_list(ranked)
         metadata["answer"] = answer
+
+    def _check_support(self, answer: Answer, sources: Sequence[ScoredPaper]) -> None:
+        """Each citation's `support`; a notice names the claims their cited abstract does not back."""
+        papers = {p.paper.doc_id: p.paper for p in sources}
+        scores = support_scores(answer, papers, self.sentences.of, self.sentences.embedder.embed)
+        for citation in answer.citations:
+            citation.support = scores.get(citation.n, 1.0)
+        weak = [c.n for c in answer.citations if c.support < self.settings.support_threshold]
+        if weak:
+            marks = ", ".join(f"[{n}]" for n in weak)
+            log.info("weakly supported citations: %s", marks)
+            note = f"Weakly supported: the abstract cited as {marks} does not clearly back the claim citing it."
+            answer.notice = f"{answer.notice} {note}" if answer.notice else note
 
     def get_response(self, query_str: str, text_chunks: Sequence[str], **response_kwargs: Any) -> str:
         """Not used: rag-bot answers from paper nodes (`synthesize`), never from bare text chunks."""
@@ -257,11 +275,6 @@ class PaperSynthesizer(BaseSynthesizer):
 
 class OfflineComposer(PaperSynthesizer):
     """Extractive, cited answers in three modes (ask, summary, compare), written without a model."""
-
-    def __init__(self, sentences: SentenceIndex, settings: Settings) -> None:
-        super().__init__()
-        self.sentences = sentences
-        self.settings = settings
 
     @property
     def name(self) -> str:

@@ -144,7 +144,7 @@ class Engine:
         on_read: Callable[[ReadResult], None] | None = None,
     ) -> tuple[IngestReport, ReadResult]:
         """Read files, index the new and changed papers, and refresh retrieval."""
-        result = read_paths(paths)
+        result = read_paths(paths, max_chars=self.settings.max_abstract_chars)
         if on_read:
             on_read(result)
         if prune and result.problems:

@@ -18,6 +18,7 @@ from typing import Any
 
 from llama_index.core.llms import LLM, ChatMessage
 
+from rag_bot.citations import CitationChecker, claims_by_marker
 from rag_bot.compose import PaperSynthesizer, WriterUnavailable
 from rag_bot.prompts import ANSWER_USER_TEMPLATE, CONDENSE_TEMPLATE, answer_messages, condense_messages
 from rag_bot.sentences import SentenceIndex
@@ -31,10 +32,6 @@ OPENAI_API_BASE = "https://api.openai.com/v1"
 REWRITE_MAX_TOKENS = 96  # a standalone question is one line
 CONTEXT_WINDOW = 8192  # what llama-index assumes of an unknown OpenAI-compatible model
 
-_MARKER = re.compile(r"\[\s*(\d{1,3}(?:\s*(?:,|;|-|–)\s*\d{1,3})*)\s*\]")
-_PARTIAL_MARKER = re.compile(r"\[[\d\s,;\-–]*$")  # the start of a marker that the next delta may complete
-
-
 def uses_llm(settings: Settings) -> bool:
     """Whether answers are written by an LLM: `auto` picks one when a key or a base URL is set."""
     if settings.llm == "auto":
@@ -42,121 +39,11 @@ def uses_llm(settings: Settings) -> bool:
     return settings.llm in ("openai", "local")
 
 
-class CitationChecker:
-    """Checks the `[n]` markers of a model's answer as its text streams in (n = 1..`sources`).
-
-    Markers that point to no source are removed (with the space before them) and counted; a marker repeating a
-    source just cited is dropped; `[1, 3]` and `[2-4]` become `[1][3]` and `[2][3][4]`; the sources are renumbered
-    by first use, so the text comes out with markers 1..k without gaps. What `feed` returns is final: a marker split
-    across deltas is held back until it is complete.
-    """
-
-    def __init__(self, sources: int) -> None:
-        self.sources = sources
-        self.order: list[int] = []  # the model's source numbers, in order of first use
-        self.removed = 0  # markers that pointed to no source
-        self.duplicates = 0  # markers repeating the source(s) just cited
-        self._pending = ""  # raw text not yet checked
-        self._space = ""  # whitespace held back: dropped if a removed marker follows it
-        self._last: set[int] = set()  # sources cited since the last word of text
-        self._dropped = ""  # the space that stood before a removed marker
-        self._out: list[str] = []
-
-    @property
-    def text(self) -> str:
-        """The checked text so far."""
-        return "".join(self._out).strip()
-
-    def feed(self, delta: str) -> str:
-        """Check the next piece of the model's text; returns the checked text that can be shown now."""
-        self._pending += delta
-        return self._drain(final=False)
-
-    def finish(self) -> str:
-        """Check whatever is left at the end of the answer."""
-        return self._drain(final=True)
-
-    def _drain(self, final: bool) -> str:
-        start = len(self._out)
-        while self._pending:
-            match = _MARKER.search(self._pending)
-            if match:
-                self._emit_text(self._pending[: match.start()])
-                self._emit_marker(match.group(1))
-                self._pending = self._pending[match.end():]
-                continue
-            partial = _PARTIAL_MARKER.search(self._pending)
-            if partial and not final and len(self._pending) - partial.start() < 24:
-                self._emit_text(self._pending[: partial.start()])
-                self._pending = self._pending[partial.start():]
-                break
-            self._emit_text(self._pending)
-            self._pending = ""
-        return "".join(self._out[start:])
-
-    def _emit_text(self, text: str) -> None:
-        body = text.rstrip()
-        if not body:
-            self._space += text
-            return
-        prefix = self._space
-        if not prefix and not (body[0].isspace() or body[0] in ".,;:!?)"):
-            prefix = self._dropped  # "A [99]word": keep one space; "A [99]." and "A [99] more" need none
-        self._out.append(prefix + body)
-        self._space, self._dropped = text[len(body):], ""
-        self._last = set()
-
-    def _emit_marker(self, group: str) -> None:
-        numbers: list[int] = []
-        for part in re.split(r"\s*[,;]\s*", group.strip()):
-            ends = [int(x) for x in re.split(r"\s*[-–]\s*", part) if x]
-            if len(ends) == 2 and 0 <= ends[1] - ends[0] <= 10:
-                numbers.extend(range(ends[0], ends[1] + 1))
-            else:
-                numbers.extend(ends)
-        marks = []
-        for k in dict.fromkeys(numbers):
-            if not 1 <= k <= self.sources:
-                self.removed += 1
-            elif k in self._last:
-                self.duplicates += 1
-            else:
-                if k not in self.order:
-                    self.order.append(k)
-                self._last.add(k)
-                marks.append(f"[{self.order.index(k) + 1}]")
-        self.duplicates += len(numbers) - len(dict.fromkeys(numbers))
-        if marks:
-            self._out.append((self._space or self._dropped) + "".join(marks))
-            self._space, self._dropped = "", ""
-        else:  # the marker goes, and the space before it unless text needs it
-            self._dropped = self._dropped or self._space
-            self._space = ""
-
-
-def claims_by_marker(text: str) -> dict[int, list[str]]:
-    """For each `[n]` of a checked answer, the claims it ends: the sentence, line or table cell before it."""
-    claims: dict[int, list[str]] = {}
-    for match in re.finditer(r"\[(\d+)\]", text):
-        head = text[: match.start()]
-        cut = max(head.rfind("\n"), head.rfind("|"), *(head.rfind(p) for p in (". ", "! ", "? ")))
-        claim = _MARKER.sub("", head[cut + 1:]).strip(" *-:|")
-        if len(claim) < 12 and cut > 0:  # "Claim. [1]": the marker follows the sentence it supports
-            earlier = head[:cut]
-            cut2 = max(earlier.rfind("\n"), earlier.rfind("|"), *(earlier.rfind(p) for p in (". ", "! ", "? ")))
-            claim = _MARKER.sub("", head[cut2 + 1:]).strip(" *-:|")
-        if claim:
-            claims.setdefault(int(match.group(1)), []).append(claim)
-    return claims
-
-
 class LLMComposer(PaperSynthesizer):
     """Cited answers written by a chat model (OpenAI, any OpenAI-compatible server, or a local GGUF)."""
 
     def __init__(self, sentences: SentenceIndex, settings: Settings) -> None:
-        super().__init__()
-        self.sentences = sentences
-        self.settings = settings
+        super().__init__(sentences, settings)
         self._llms: dict[int, LLM] = {}
         self._broken: str | None = None  # a reason that will not change (no key, no GGUF): not retried
         self._base_url: str | None = None

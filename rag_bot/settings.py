@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_storage() -> Path:
+    """`storage` in a checkout or a folder that has one (or a `seeds/` folder); else the user's data folder
+    ($XDG_DATA_HOME/rag-bot/storage, ~/.local/share/rag-bot/storage), so an installed `rag-bot` works anywhere."""
+    if Path("storage").is_dir() or Path("seeds").is_dir():
+        return Path("storage")
+    data = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return data / "rag-bot" / "storage"
+
+
+def packaged_seeds() -> Path:
+    """The seed abstracts that ship inside the package (in an editable install: the checkout's seeds/)."""
+    package = Path(__file__).resolve().parent
+    shipped = package / "seeds"
+    return shipped if shipped.is_dir() else package.parent / "seeds"
 
 
 class Settings(BaseSettings):
@@ -17,8 +34,15 @@ class Settings(BaseSettings):
     )
 
     # --- corpus and store -------------------------------------------------------------------------
-    seeds: Path = Field(Path("seeds"), description="Folder (or file) ingested by default.")
-    storage: Path = Field(Path("storage"), description="Folder of the persistent Chroma store.")
+    seeds: Path = Field(
+        Path("seeds"), description="Folder (or file) ingested by default; the seeds shipped in the package when it "
+        "does not exist."
+    )
+    storage: Path = Field(
+        default_factory=default_storage,
+        description="Folder of the persistent Chroma store (default: ./storage in a checkout, else the user's data "
+        "folder).",
+    )
     chroma_url: str | None = Field(
         None, description="http://host:port of a Chroma server (`chroma run`); overrides `storage`."
     )
@@ -59,6 +83,10 @@ class Settings(BaseSettings):
         0.4, description="Weight of the question-word coverage of the top papers in the evidence score."
     )
     answer_papers: int = Field(6, description="Most papers an answer or summary cites.")
+    support_threshold: float = Field(
+        0.5, ge=0.0, le=1.0, description="A citation whose abstract backs its claim less than this (`support`) is "
+        "flagged as weakly supported; calibrated in docs/eval.md."
+    )
 
     # --- answer writing ---------------------------------------------------------------------------
     llm: Literal["auto", "offline", "openai", "local"] = Field(
@@ -91,6 +119,10 @@ class Settings(BaseSettings):
         None, description="user:password (or a file of such lines) to require a login for the chat."
     )
     max_upload_mb: int = Field(20, description="Largest corpus file the chat accepts for upload, in MB.")
+    api_key: str | None = Field(
+        None, description="Bearer key required by the OpenAI-compatible API (/v1) and the MCP endpoint (/mcp) "
+        "(RAG_BOT_API_KEY); none: open, so keep RAG_BOT_HOST on loopback."
+    )
 
     # --- operation --------------------------------------------------------------------------------
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
@@ -101,6 +133,11 @@ class Settings(BaseSettings):
     @classmethod
     def _upper(cls, value: object) -> object:
         return value.upper() if isinstance(value, str) else value
+
+
+    def seed_path(self) -> Path:
+        """What `rag-bot ingest` with no path (and the chat on an empty store) indexes."""
+        return self.seeds if self.seeds.exists() else packaged_seeds()
 
 
 def get_settings(**overrides: object) -> Settings:

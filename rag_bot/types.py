@@ -64,6 +64,10 @@ class Citation(BaseModel):
     title: str
     source: str
     quote: str
+    support: float = Field(
+        1.0, description="How well the cited abstract backs the claims citing it (0-1: best sentence similarity of "
+        "the weakest claim); below the support threshold the claim is flagged."
+    )
 
 
 class Answer(BaseModel):

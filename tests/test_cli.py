@@ -16,7 +16,7 @@ from tests.conftest import SEEDS, paper_with
 BIN = Path(sys.executable).parent
 RAG_BOT = str(BIN / "rag-bot")
 JSON_KEYS = {"question", "mode", "answer", "grounded", "citations", "retrieved", "llm", "timings_ms"}
-CITATION_KEYS = {"n", "doc_id", "title", "source", "quote"}
+CITATION_KEYS = {"n", "doc_id", "title", "source", "quote", "support"}
 
 
 def _env(storage: Path) -> dict[str, str]:

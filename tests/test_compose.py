@@ -307,3 +307,11 @@ def test_theme_headings_are_short_phrases_drawn_from_the_cited_papers(engine, as
     for heading in headings:
         assert 1 <= len(heading.split()) <= 4, heading
         assert heading in ("Other related work", "Related work") or heading.lower() in texts, heading
+
+
+def test_offline_citations_are_supported_by_the_abstracts_they_cite(engine, ask):
+    for question, mode in [("What does CorrSteer gain on HarmBench?", None), ("Compare CorrSteer and SARSteer", None),
+                           ("Summarize the work on federated learning", "summary")]:
+        answer = ask(question, mode)
+        assert answer.citations and all(c.support >= engine.settings.support_threshold for c in answer.citations)
+        assert answer.notice is None

@@ -24,14 +24,15 @@ import pytest
 from rag_bot.compose import OfflineComposer
 from rag_bot.engine import Engine
 from rag_bot.evaluate import DEFAULT_SET, citation_integrity, load_questions
-from rag_bot.llm import CitationChecker, LLMComposer, uses_llm
+from rag_bot.citations import CitationChecker
+from rag_bot.llm import LLMComposer, uses_llm
 from rag_bot.prompts import ANSWER_SYSTEM_PROMPT, MODE_INSTRUCTIONS
 from rag_bot.settings import Settings
 from rag_bot.types import Answer, Turn
 from tests.conftest import free_port
 
 JSON_KEYS = {"question", "mode", "answer", "grounded", "citations", "retrieved", "llm", "timings_ms"}
-CITATION_KEYS = {"n", "doc_id", "title", "source", "quote"}
+CITATION_KEYS = {"n", "doc_id", "title", "source", "quote", "support"}
 CORRSTEER = "what does CorrSteer gain on HarmBench?"
 
 
@@ -518,3 +519,29 @@ def test_cli_streams_the_llm_answer_and_keeps_json_and_notices_apart(stub, seed_
     obj = json.loads(proc.stdout)
     assert set(obj) == JSON_KEYS and obj["llm"] == "offline" and obj["grounded"]
     assert "the API key was refused (401)" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_claim_cited_to_the_wrong_source_is_flagged_as_weakly_supported(llm_engine, stub, engine):
+    e = llm_engine()
+    question = "Summarize the work on quantizing or compressing LLM weights."
+
+    def sources_of(body: dict) -> list[str]:
+        return re.findall(r"Abstract: (.*)\n</source>", user_prompt(body))
+
+    def misattribute(body: dict) -> Reply:
+        abstracts = sources_of(body)
+        assert len(abstracts) >= 2
+        # The first claim is source 1's own opening sentence; the second is source 2's, cited as source 1.
+        own = abstracts[0].split(". ")[0]
+        foreign = abstracts[1].split(". ")[0]
+        return Reply(text=f"{own} [1]. {foreign} [1].")
+
+    stub.default = misattribute
+    answer = e.ask(question)
+    assert answer.citations[0].support < e.settings.support_threshold
+    assert "Weakly supported" in (answer.notice or "") and "[1]" in (answer.notice or "")
+
+    stub.reset()
+    stub.default = lambda body: Reply(text=f"{sources_of(body)[0].split('. ')[0]} [1].")
+    faithful = e.ask(question)
+    assert faithful.citations[0].support >= e.settings.support_threshold and faithful.notice is None

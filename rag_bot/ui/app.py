@@ -161,7 +161,7 @@ def ensure_index(engine: Engine) -> None:
         return
     from tqdm import tqdm
 
-    log.info("No index yet: indexing %s ...", engine.settings.seeds)
+    log.info("No index yet: indexing %s ...", engine.settings.seed_path())
     bar: Any = None
 
     def on_read(result: Any) -> None:
@@ -170,7 +170,7 @@ def ensure_index(engine: Engine) -> None:
             log.warning("%s", problem)
         bar = tqdm(total=len(result.papers), unit="paper", desc="Indexing", file=sys.stderr)
 
-    engine.ingest([engine.settings.seeds], progress=lambda n: bar.update(n), on_read=on_read)
+    engine.ingest([engine.settings.seed_path()], progress=lambda n: bar.update(n), on_read=on_read)
     if bar is not None:
         bar.close()
 
@@ -230,9 +230,33 @@ def serve(settings: Settings | None = None) -> None:
     ensure_index(engine)
     engine.retriever  # load BM25 and names before the first question  # noqa: B018
     app = build_app(engine)
-    print(f"rag-bot chat on http://{engine.settings.host}:{engine.settings.port}"
-          f"{' (login required)' if auth else ''}", file=sys.stderr)
-    launch(app, engine.settings, auth)
+    base = f"http://{engine.settings.host}:{engine.settings.port}"
+    print(f"rag-bot chat on {base}{' (login required)' if auth else ''}; OpenAI-compatible API at {base}/v1, "
+          f"MCP at {base}/mcp{' (bearer key required)' if engine.settings.api_key else ''}", file=sys.stderr)
+    serve_with_api(app, engine, auth)
+
+
+def serve_with_api(app: Any, engine: Engine, auth: list[tuple[str, str]] | None = None) -> None:
+    """Serve the chat with the OpenAI-compatible API (/v1) and the MCP endpoint (/mcp) beside it, on one port."""
+    import gradio as gr
+    import uvicorn
+    from fastapi import FastAPI
+
+    from rag_bot.api import mount_api
+    from rag_bot.mcp_server import mount_mcp
+
+    settings = engine.settings
+    server = FastAPI()
+    mount_api(server, engine)  # before Gradio takes "/"
+    mount_mcp(server, engine)
+    app.queue(default_concurrency_limit=ANSWER_CONCURRENCY)
+    server = gr.mount_gradio_app(
+        server, app, path="/",
+        auth=LoginThrottle(auth) if auth else None,
+        auth_message="rag-bot: log in with the user and password from RAG_BOT_AUTH." if auth else None,
+        show_error=False, max_file_size=f"{settings.max_upload_mb}mb", css=CSS, head=HEAD, footer_links=["api"],
+    )
+    uvicorn.run(server, host=settings.host, port=settings.port, log_level="warning")
 
 
 def launch(app: Any, settings: Settings, auth: list[tuple[str, str]] | None = None, **kwargs: Any) -> Any:
