@@ -582,3 +582,25 @@ def test_a_network_bind_without_login_warns() -> None:
     assert exposure_warning("192.168.1.5", []) and exposure_warning("my-host.lan", None)
     assert exposure_warning("0.0.0.0", [("ann", "pw")]) is None
     assert all(exposure_warning(h, None) is None for h in ("127.0.0.1", "localhost", "::1", "[::1]", "127.0.1.1"))
+
+
+@pytest.mark.slow
+def test_the_openai_api_and_mcp_are_served_beside_the_chat(server, client):
+    import openai
+
+    url = server[0]
+    api = openai.OpenAI(base_url=f"{url}v1", api_key="unused", max_retries=0)
+    assert {m.id for m in api.models.list().data} == {"rag-bot", "rag-bot-summary", "rag-bot-compare"}
+    reply = api.chat.completions.create(model="rag-bot",
+                                        messages=[{"role": "user", "content": "What does CorrSteer do?"}])
+    text = reply.choices[0].message.content or ""
+    assert "[1]" in text and "References" in text
+    assert reply.model_extra["rag_bot"]["citations"][0]["title"] == "CorrSteer"
+    # the chat on the same port still answers
+    assert client.predict("What does CorrSteer do?", "Auto", 0, api_name="/ask")["grounded"]
+    request = urllib.request.Request(f"{url}mcp", method="POST", data=b"{}",
+                                     headers={"Content-Type": "application/json", "Accept": "application/json"})
+    try:
+        urllib.request.urlopen(request, timeout=10)
+    except urllib.error.HTTPError as exc:
+        assert exc.code != 404, "the MCP endpoint is mounted"
