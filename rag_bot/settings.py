@@ -119,6 +119,10 @@ class Settings(BaseSettings):
         None, description="user:password (or a file of such lines) to require a login for the chat."
     )
     max_upload_mb: int = Field(20, description="Largest corpus file the chat accepts for upload, in MB.")
+    data: Path | None = Field(
+        None, description="Folder of the saved conversations (RAG_BOT_DATA); default: the storage folder, or the "
+        "user's data folder when the store is a Chroma server."
+    )
     api_key: str | None = Field(
         None, description="Bearer key required by the OpenAI-compatible API (/v1) and the MCP endpoint (/mcp) "
         "(RAG_BOT_API_KEY); none: open, so keep RAG_BOT_HOST on loopback."
@@ -134,6 +138,12 @@ class Settings(BaseSettings):
     def _upper(cls, value: object) -> object:
         return value.upper() if isinstance(value, str) else value
 
+
+    def data_path(self) -> Path:
+        """Where the saved conversations live."""
+        if self.data is not None:
+            return self.data
+        return self.storage if not self.chroma_url else default_storage().parent
 
     def seed_path(self) -> Path:
         """What `rag-bot ingest` with no path (and the chat on an empty store) indexes."""
