@@ -40,7 +40,11 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
 
     from rag_bot.engine import Engine
 
-    paths = [Path(p) for p in args.paths] or [settings.seed_path()]
+    paths = [Path(p) for p in args.paths] or [settings.seeds]
+    if args.rebuild:
+        from rag_bot.index import rebuild_store
+
+        print(f"Rebuilding the store: {rebuild_store(settings)}.", file=sys.stderr)
     engine = Engine(settings)
     bar: Any = None
 
@@ -172,6 +176,37 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
+    """Check the store: exit 0 when healthy, else 1 with the fix."""
+    from rag_bot.index import PaperIndex, store_label
+
+    print(f"store: {store_label(settings)}")
+    try:
+        index = PaperIndex(settings)
+        health = index.health()
+    except StoreError as exc:
+        print(f"problem: {exc}")
+        return 1
+    print(f"papers: {health.papers}, chunks: {health.chunks}, embedding: {index.index_version}")
+    problems = []
+    if health.orphan_chunks:
+        problems.append(f"{health.orphan_chunks} chunks belong to no paper (an interrupted or failed ingest)")
+    if health.papers_without_chunks:
+        shown = ", ".join(health.papers_without_chunks[:5])
+        more = "" if len(health.papers_without_chunks) <= 5 else ", ..."
+        problems.append(f"{len(health.papers_without_chunks)} papers have no chunks ({shown}{more})")
+    if health.stale:
+        problems.append(f"{health.stale} papers were indexed with another model or chunking")
+    if not problems:
+        print("healthy" if health.papers else "healthy (empty: run `rag-bot ingest`)")
+        return 0
+    for problem in problems:
+        print(f"problem: {problem}")
+    print("fix: run `rag-bot ingest` with the same sources (it finishes what is missing); "
+          "if that fails, run `rag-bot ingest --rebuild` to rebuild the store from the sources")
+    return 1
+
+
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     """Run a labelled question set through the pipeline and print its metrics."""
     from rag_bot.engine import Engine
@@ -230,6 +265,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="*", help="files or folders (default: seeds/)")
     p.add_argument("--prune", action="store_true", help="drop stored papers that are not in these paths")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--rebuild", action="store_true",
+                   help="start a fresh store (for a damaged one): the store folder is moved aside to "
+                        "<storage>.broken-<time>, never deleted; with RAG_BOT_CHROMA_URL the two collections "
+                        "on the server are deleted and recreated; then the paths are indexed")
     p.set_defaults(func=cmd_ingest)
 
     p = sub.add_parser("ask", help="answer a question with citations")
@@ -245,6 +284,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("stats", help="size and place of the index")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("doctor", help="check the store (exit 1 with the fix when it is not healthy)")
+    p.set_defaults(func=cmd_doctor)
 
     p = sub.add_parser("eval", help="score the pipeline on a labelled question set")
     p.add_argument("--set", help="JSONL question set (default: tests/data/dev_questions.jsonl)")

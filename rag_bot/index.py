@@ -4,19 +4,31 @@ Two collections: `<name>_chunks` (the llama-index `ChromaVectorStore`: one vecto
 `<name>_papers` (one record per paper: its original text, metadata, a whole-abstract vector, and the
 fingerprint that makes ingestion incremental). A paper's record is written after its chunks, so it acts
 as the commit marker: an interrupted ingest leaves no paper that looks done but is not.
+
+Faults (a full disk, an I/O error, a damaged `chroma.sqlite3`) reach callers as one-line `StoreError`s naming the
+store and the fix; chunks whose paper record is missing (left by a failed write) are removed at the next open or
+ingest, so the previous index keeps serving.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
+import os
+import shutil
+import sqlite3
+import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 import chromadb
 from chromadb.config import Settings as ChromaSettings
+from chromadb.errors import ChromaError
 from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import BaseNode, Document, NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.vector_stores.chroma import ChromaVectorStore
@@ -24,13 +36,18 @@ from llama_index.vector_stores.chroma import ChromaVectorStore
 from rag_bot.embedding import MODEL_NAME, MiniLMEmbedding
 from rag_bot.errors import StoreError
 from rag_bot.settings import Settings
-from rag_bot.text import clean_markup
+from rag_bot.text import clean_markup, mask_credentials
 from rag_bot.types import Paper
 
 log = logging.getLogger(__name__)
 
 BATCH_PAPERS = 32
 _READ_BATCH = 2000
+RECOVERY = "run `rag-bot doctor` to check it, or `rag-bot ingest --rebuild` to rebuild it from the sources"
+# What a failing store raises (chromadb's own errors, sqlite's, the file system's); anything else is a bug.
+STORE_FAULTS: tuple[type[BaseException], ...] = (ChromaError, OSError, sqlite3.Error)
+_WRITES = frozenset({"add", "upsert", "update", "delete"})
+_DAMAGED = ("malformed", "not a database", "(code: 11)", "(code: 26)", "corrupt")
 
 
 @dataclass
@@ -56,7 +73,9 @@ def open_client(settings: Settings) -> Any:
     if settings.chroma_url:
         url = urlparse(settings.chroma_url)
         if url.scheme not in ("http", "https") or not url.hostname:
-            raise StoreError(f"RAG_BOT_CHROMA_URL must look like http://host:port, got {settings.chroma_url!r}")
+            raise StoreError(
+                f"RAG_BOT_CHROMA_URL must look like http://host:port, got {mask_credentials(settings.chroma_url)!r}"
+            )
         try:
             return chromadb.HttpClient(
                 host=url.hostname,
@@ -66,18 +85,128 @@ def open_client(settings: Settings) -> Any:
             )
         except Exception as exc:  # chromadb raises plain ValueError/ConnectionError here
             log.debug("Chroma server client failed", exc_info=True)
-            raise StoreError(f"cannot reach the Chroma server at {settings.chroma_url}: {exc}") from exc
+            raise StoreError(
+                f"cannot reach the Chroma server at {mask_credentials(settings.chroma_url)}: {_one_line(exc)}"
+            ) from exc
     try:
         settings.storage.mkdir(parents=True, exist_ok=True)
         return chromadb.PersistentClient(path=str(settings.storage), settings=chroma_settings)
     except Exception as exc:
         log.debug("persistent Chroma client failed", exc_info=True)
-        raise StoreError(f"cannot open the store in {settings.storage}: {exc}") from exc
+        raise store_error(settings, "open", exc) from exc
 
 
 def store_label(settings: Settings) -> str:
-    """Where the index lives, for people."""
-    return f"Chroma server {settings.chroma_url}" if settings.chroma_url else f"folder {settings.storage}"
+    """Where the index lives, for people (never with the credentials of a server URL)."""
+    if settings.chroma_url:
+        return f"Chroma server {mask_credentials(settings.chroma_url)}"
+    return f"folder {settings.storage}"
+
+
+def _one_line(exc: BaseException) -> str:
+    return mask_credentials(" ".join(str(exc).split())) or type(exc).__name__
+
+
+def store_error(settings: Settings, action: str, exc: BaseException) -> StoreError:
+    """A store fault as the one line a user sees: what failed, where, and what to do."""
+    cause = _one_line(exc)
+    where = store_label(settings)
+    if action == "write":
+        return StoreError(
+            f"the store could not be written (disk full?): {cause} [{where}]; the index as it was before this "
+            f"ingest is kept; free some space and run the same ingest again to finish it"
+        )
+    if any(mark in cause for mark in _DAMAGED):
+        return StoreError(f"the store in the {where} is damaged ({cause}); {RECOVERY}")
+    verb = "opened" if action == "open" else "read"
+    return StoreError(f"the store in the {where} could not be {verb}: {cause}; {RECOVERY}")
+
+
+def _forget_client(settings: Settings) -> None:
+    """Drop chromadb's cached in-process system for this store: after a failed write its sqlite connection can
+    hang every later write, and a rebuilt store must not reuse it."""
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    path = str(settings.storage) if not settings.chroma_url else None
+    for identifier in list(SharedSystemClient._identifier_to_system):
+        if path is None or identifier == path:
+            SharedSystemClient._identifier_to_system.pop(identifier, None)
+            SharedSystemClient._identifier_to_refcount.pop(identifier, None)
+
+
+class GuardedCollection:
+    """A Chroma collection whose faults arrive as one-line `StoreError`s (the retriever queries it directly)."""
+
+    def __init__(self, collection: Any, index: PaperIndex) -> None:
+        self._collection = collection
+        self._index = index
+
+    @property
+    def name(self) -> str:
+        return str(self._collection.name)
+
+    def __getattr__(self, attr: str) -> Any:
+        value = getattr(self._collection, attr)
+        if attr.startswith("_") or not callable(value):
+            return value
+        index = self._index
+
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return value(*args, **kwargs)
+            except STORE_FAULTS as exc:
+                log.debug("Chroma %s.%s failed", self.name, attr, exc_info=True)
+                write = attr in _WRITES
+                if write:
+                    index.write_failed = True
+                raise store_error(index.settings, "write" if write else "read", exc) from exc
+
+        return guarded
+
+
+@dataclass
+class Health:
+    """What `rag-bot doctor` found."""
+
+    papers: int = 0
+    chunks: int = 0
+    orphan_chunks: int = 0  # chunks whose paper record is missing
+    papers_without_chunks: list[str] = field(default_factory=list)
+    stale: int = 0  # papers indexed with another model or chunking
+
+    @property
+    def healthy(self) -> bool:
+        return not (self.orphan_chunks or self.papers_without_chunks or self.stale)
+
+
+def rebuild_store(settings: Settings) -> str:
+    """Set the store aside for a fresh one; returns what was done, for people.
+
+    A folder is moved to `<storage>.broken-<timestamp>` (never deleted); on a Chroma server the two collections
+    are deleted (they hold nothing the sources cannot give back)."""
+    _forget_client(settings)
+    if settings.chroma_url:
+        client = open_client(settings)
+        for suffix in ("papers", "chunks"):
+            try:
+                client.delete_collection(f"{settings.collection}_{suffix}")
+            except STORE_FAULTS + (ValueError,) as exc:  # a missing collection is fine
+                log.debug("delete_collection %s: %s", suffix, exc)
+        return f"deleted the collections {settings.collection}_papers and {settings.collection}_chunks " \
+               f"on the {store_label(settings)}"
+    storage = Path(settings.storage)
+    if not storage.exists() or not any(storage.iterdir()):
+        return f"no store in {storage} yet; creating one"
+    aside = storage.with_name(f"{storage.name}.broken-{time.strftime('%Y%m%d-%H%M%S')}")
+    n = 1
+    while aside.exists():
+        n += 1
+        aside = storage.with_name(f"{storage.name}.broken-{time.strftime('%Y%m%d-%H%M%S')}-{n}")
+    try:
+        shutil.move(str(storage), str(aside))
+    except OSError as exc:
+        raise StoreError(f"cannot move the store {storage} aside to {aside}: {_one_line(exc)}") from exc
+    return f"moved the old store to {aside} (delete it once the new one works)"
 
 
 def _paper_metadata(paper: Paper, fingerprint: str) -> dict[str, Any]:
@@ -118,22 +247,42 @@ class PaperIndex:
     def __init__(self, settings: Settings, embedder: MiniLMEmbedding | None = None) -> None:
         self.settings = settings
         self._embedder = embedder
-        self.client = open_client(settings)
-        try:
-            space = {"hnsw:space": "cosine"}
-            self.papers = self.client.get_or_create_collection(
-                f"{settings.collection}_papers", metadata=space, embedding_function=None
-            )
-            self.chunks = self.client.get_or_create_collection(
-                f"{settings.collection}_chunks", metadata=space, embedding_function=None
-            )
-        except Exception as exc:
-            log.debug("opening the collections failed", exc_info=True)
-            raise StoreError(f"cannot open the collections in {store_label(settings)}: {exc}") from exc
-        self.vector_store = ChromaVectorStore(chroma_collection=self.chunks)
+        self.write_failed = False
         self.splitter = SentenceSplitter(chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap)
         # Part of every paper's fingerprint: a change of model or chunking re-indexes everything.
         self.index_version = f"{MODEL_NAME}/{settings.max_tokens}/{settings.chunk_size}/{settings.chunk_overlap}/v2"
+        self._open()
+        try:
+            self.count()
+            self._clean_orphans_if_counts_disagree()
+        except StoreError:
+            raise
+        except Exception as exc:  # a damaged store can fail in odd ways while first read
+            log.debug("first read of the store failed", exc_info=True)
+            raise store_error(settings, "open", exc) from exc
+
+    def _open(self) -> None:
+        self.client = open_client(self.settings)
+        try:
+            space = {"hnsw:space": "cosine"}
+            papers = self.client.get_or_create_collection(
+                f"{self.settings.collection}_papers", metadata=space, embedding_function=None
+            )
+            chunks = self.client.get_or_create_collection(
+                f"{self.settings.collection}_chunks", metadata=space, embedding_function=None
+            )
+        except Exception as exc:
+            log.debug("opening the collections failed", exc_info=True)
+            raise store_error(self.settings, "open", exc) from exc
+        self.papers = GuardedCollection(papers, self)
+        self.chunks = GuardedCollection(chunks, self)
+        self.vector_store = ChromaVectorStore(chroma_collection=self.chunks)
+        self.write_failed = False
+
+    def reopen(self) -> None:
+        """A fresh connection to the store (after a failed write, chromadb's old one can hang)."""
+        _forget_client(self.settings)
+        self._open()
 
     @property
     def embedder(self) -> MiniLMEmbedding:
@@ -151,6 +300,86 @@ class PaperIndex:
     def chunk_count(self) -> int:
         """Chunks in the index."""
         return int(self.chunks.count())
+
+    def chunk_paper_ids(self) -> dict[str, int]:
+        """doc_id -> number of stored chunks, read from the chunks' metadata."""
+        out: dict[str, int] = {}
+        total = self.chunk_count()
+        for offset in range(0, total, _READ_BATCH):
+            got = self.chunks.get(include=["metadatas"], limit=_READ_BATCH, offset=offset)
+            for meta in got["metadatas"] or []:
+                doc_id = str((meta or {}).get("doc_id", ""))
+                out[doc_id] = out.get(doc_id, 0) + 1
+        return out
+
+    def remove_orphan_chunks(self, paper_ids: set[str] | None = None) -> int:
+        """Delete the chunks whose paper record is missing (left by a failed write); returns how many."""
+        if paper_ids is None:
+            paper_ids = set(self.fingerprints())
+        orphans = {d: n for d, n in self.chunk_paper_ids().items() if d not in paper_ids}
+        ids = sorted(orphans)
+        for start in range(0, len(ids), 500):
+            self.chunks.delete(where={"doc_id": {"$in": ids[start:start + 500]}})
+        if orphans:
+            log.warning("removed %d chunks of %d unfinished papers", sum(orphans.values()), len(orphans))
+        return sum(orphans.values())
+
+    def _clean_orphans_if_counts_disagree(self) -> None:
+        """At open, cheaply: each paper record knows its chunk count; only when their sum differs from the
+        chunks stored are the chunks read and the orphans removed (best effort: a read-only store still serves,
+        and the retriever ignores chunks of unknown papers)."""
+        expected = 0
+        for batch in self._iter_records(include=["metadatas"]):
+            for meta in batch["metadatas"] or []:
+                n = (meta or {}).get("chunks")
+                if not isinstance(n, int):
+                    return  # a store written before the counts were kept: the next ingest cleans it
+                expected += n
+        if expected == self.chunk_count():
+            return
+        with self.writer_lock(wait=False) as alone:
+            if not alone:  # an ingest is writing: its chunks are not orphans yet
+                return
+            try:
+                self.remove_orphan_chunks()
+            except StoreError as exc:
+                log.warning("%s", exc)
+                self.reopen()
+
+    @contextmanager
+    def writer_lock(self, wait: bool = True) -> Iterator[bool]:
+        """Ingests of one store folder take turns (across processes), so orphan cleaning never removes the
+        chunks of another ingest's unfinished batch; yields whether the lock is held (a read-only store, or a
+        server, gets none and yields True for a server)."""
+        if self.settings.chroma_url:
+            yield True
+            return
+        try:
+            fd = os.open(Path(self.settings.storage) / "rag-bot.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            yield False
+            return
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+                held = True
+            except OSError:
+                held = False
+            yield held
+        finally:
+            os.close(fd)
+
+    def health(self) -> Health:
+        """Counts and inconsistencies of the store (for `rag-bot doctor`)."""
+        fingerprints = self.fingerprints()
+        per_paper = self.chunk_paper_ids()
+        return Health(
+            papers=len(fingerprints),
+            chunks=sum(per_paper.values()),
+            orphan_chunks=sum(n for d, n in per_paper.items() if d not in fingerprints),
+            papers_without_chunks=sorted(d for d in fingerprints if d not in per_paper),
+            stale=sum(1 for fp in fingerprints.values() if not fp.endswith(f":{self.index_version}")),
+        )
 
     def fingerprints(self) -> dict[str, str]:
         """doc_id -> stored fingerprint, for every paper."""
@@ -206,9 +435,31 @@ class PaperIndex:
         progress: Callable[[int], None] | None = None,
     ) -> IngestReport:
         """Add new and changed papers (re-embedding only those); with `prune`, drop papers not given."""
+        if self.write_failed:
+            self.reopen()
+        with self.writer_lock(wait=True):
+            try:
+                return self._ingest(papers, prune, progress)
+            except StoreError:
+                if self.write_failed:  # keep serving: a fresh connection, and no half-written paper left visible
+                    self.reopen()
+                    try:
+                        self.remove_orphan_chunks()
+                    except StoreError as exc:
+                        log.debug("cleaning up after the failed write failed too: %s", exc)
+                        self.reopen()
+                raise
+
+    def _ingest(
+        self,
+        papers: Sequence[Paper],
+        prune: bool,
+        progress: Callable[[int], None] | None,
+    ) -> IngestReport:
         report = IngestReport()
         stored = self.fingerprints()
-        self.chunks.delete(where={"doc_id": "None"})  # orphans written by v1 stores (see chunk_nodes)
+        # Chunks of papers that were never committed (a failed or killed ingest; "None": v1 stores, see chunk_nodes).
+        self.remove_orphan_chunks(set(stored))
         todo: list[tuple[Paper, str]] = []
         for paper in papers:
             fingerprint = f"{paper.content_hash}:{self.index_version}"
@@ -243,8 +494,11 @@ class PaperIndex:
         # Old or half-written chunks of these papers go first, so a changed abstract leaves none behind.
         self.chunks.delete(where={"doc_id": {"$in": ids}})
         nodes: list[TextNode] = []
+        counts: dict[str, int] = {}
         for paper, _ in batch:
-            nodes.extend(self.chunk_nodes(paper))
+            paper_nodes = self.chunk_nodes(paper)
+            counts[paper.doc_id] = len(paper_nodes)
+            nodes.extend(paper_nodes)
         # The title travels with every chunk (names live there); the paper vector sees the whole text.
         chunk_texts = [f"{n.metadata['title']}. {n.get_content()}" for n in nodes]
         paper_texts = [f"{paper.title}. {clean_markup(paper.text)}" for paper, _ in batch]
@@ -256,7 +510,7 @@ class PaperIndex:
         self.papers.upsert(
             ids=ids,
             documents=[paper.text for paper, _ in batch],
-            metadatas=[_paper_metadata(paper, fp) for paper, fp in batch],
+            metadatas=[_paper_metadata(paper, fp) | {"chunks": counts[paper.doc_id]} for paper, fp in batch],
             embeddings=[v.tolist() for v in vectors[len(nodes):]],
         )
         return len(nodes)
