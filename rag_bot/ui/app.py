@@ -183,6 +183,7 @@ def build_app(engine: Engine, library: Any = None) -> Any:
     from rag_bot.ui.base import Library, Shared
     from rag_bot.ui.chat import ChatPanel
     from rag_bot.ui.collection import CollectionPanel
+    from rag_bot.ui.history import HistoryPanel
     from rag_bot.ui.map import MapPanel
     from rag_bot.ui.sources import SourcesPanel
 
@@ -193,23 +194,28 @@ def build_app(engine: Engine, library: Any = None) -> Any:
         shared = Shared(
             status=gr.Markdown(library.status(), elem_classes="status-line", elem_id="status"),
             turns=gr.State([]),
+            conversation=gr.State(None),
         )
         sources = SourcesPanel(library)
         chat = ChatPanel(library, sources, shared)
         collection = CollectionPanel(library, shared)
         cmap = MapPanel(library, shared)
+        history = HistoryPanel(library, chat, shared)
         with gr.Tabs():
             with gr.Tab("Chat", id="chat"):
                 with gr.Row():
                     with gr.Column(scale=3):
                         chat.render()
+                        history.render()
                     with gr.Column(scale=2):
                         sources.render()
             collection.render()
             cmap.render()
 
-        for answered in chat.register_events():
-            cmap.follow(answered)  # the map's highlights follow each answer
+        answered = chat.register_events()
+        for event in answered:
+            cmap.follow(event)  # the map's highlights follow each answer
+        history.register_events(app, answered)
         cmap.refresh_legend(collection.register_events())
         cmap.register_events()
     return app
@@ -249,6 +255,7 @@ def serve_with_api(app: Any, engine: Engine, auth: list[tuple[str, str]] | None 
     server = FastAPI()
     mount_api(server, engine)  # before Gradio takes "/"
     mount_mcp(server, engine)
+    mount_permalinks(server, engine)
     app.queue(default_concurrency_limit=ANSWER_CONCURRENCY)
     server = gr.mount_gradio_app(
         server, app, path="/",
@@ -257,6 +264,32 @@ def serve_with_api(app: Any, engine: Engine, auth: list[tuple[str, str]] | None 
         show_error=False, max_file_size=f"{settings.max_upload_mb}mb", css=CSS, head=HEAD, footer_links=["api"],
     )
     uvicorn.run(server, host=settings.host, port=settings.port, log_level="warning")
+
+
+def mount_permalinks(server: Any, engine: Engine) -> None:
+    """`GET /answer/<token>`: one saved answer as a small read-only HTML page (anyone holding the token may read
+    it; the token is random and unguessable). Everything on it is escaped; the page runs no script."""
+    from fastapi.responses import HTMLResponse
+
+    from rag_bot.conversations import Conversations
+    from rag_bot.ui.render import permalink_page
+
+    store = Conversations(engine.settings.data_path())
+    headers = {
+        "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; "
+                                   "form-action 'none'; frame-ancestors 'none'",
+        "Referrer-Policy": "no-referrer",
+        "X-Content-Type-Options": "nosniff",
+        "X-Robots-Tag": "noindex",
+        "Cache-Control": "private, no-store",
+    }
+
+    @server.get("/answer/{token}", include_in_schema=False)
+    def permalink(token: str) -> HTMLResponse:
+        saved = store.shared(token)
+        if saved is None:
+            return HTMLResponse(permalink_page(None, {}), status_code=404, headers=headers)
+        return HTMLResponse(permalink_page(saved.turn, engine.papers, saved.time), headers=headers)
 
 
 def launch(app: Any, settings: Settings, auth: list[tuple[str, str]] | None = None, **kwargs: Any) -> Any:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_bot.collection_map import CollectionMap, build_map
+from rag_bot.conversations import Conversations
 from rag_bot.engine import Engine
 from rag_bot.index import store_label
 from rag_bot.types import Answer, Paper
@@ -31,6 +32,9 @@ class Library:
         # Conversation exports (one file per session, see `ChatPanel.write_export`), removed at exit.
         self.export_dir = Path(tempfile.mkdtemp(prefix="rag-bot-export-"))
         atexit.register(shutil.rmtree, self.export_dir, ignore_errors=True)
+        # Saved conversations (`conversations.sqlite3` in the data folder); sessions already told saving is off.
+        self.conversations = Conversations(engine.settings.data_path())
+        self.warned_unsaved: set[str] = set()
         self.papers: dict[str, Paper] = {}
         self.map: CollectionMap
         self.refresh()
@@ -51,7 +55,15 @@ class Library:
 
 @dataclass
 class Shared:
-    """Components that live outside any one panel: the status line and the conversation (list of `Turn`)."""
+    """Components that live outside any one panel: the status line, the conversation (list of `Turn`) and the
+    id of its saved copy (None until the first answer is saved)."""
 
     status: Any
     turns: Any
+    conversation: Any = None
+
+
+def owner_of(request: Any) -> str:
+    """Whose conversations a request sees: the logged-in user, "" when the chat has no logins."""
+    name = getattr(request, "username", None)
+    return name if isinstance(name, str) else ""

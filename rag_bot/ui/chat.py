@@ -16,19 +16,22 @@ from typing import Any
 
 import gradio as gr
 
+from rag_bot.conversations import SavedTurn
 from rag_bot.errors import EmptyQuestionError, NoIndexError
 from rag_bot.text import mask_credentials
 from rag_bot.types import Answer, Turn
-from rag_bot.ui.base import Library, Shared
+from rag_bot.ui.base import Library, Shared, owner_of
 from rag_bot.ui.render import (
     MODES,
     answer_html,
     answer_markdown,
     answer_message,
     chosen_mode,
+    conversation_messages,
     example_prompts,
     export_markdown,
     markdown_text,
+    permalink_html,
 )
 from rag_bot.ui.sources import SourcesPanel
 
@@ -39,6 +42,7 @@ COPY_JS = """(text) => {
   if (text && navigator.clipboard) { navigator.clipboard.writeText(text).catch(() => {}); }
   return text;
 }"""
+UNSAVED = "Conversations are not being saved (the conversations file cannot be used; see the log). Answers still work."
 SORRY = "Sorry, something went wrong while answering ({}). Please try again."
 MAX_QUESTION_CHARS = 2000
 STREAM_EVERY = 0.08  # seconds between two updates of a streamed answer
@@ -113,14 +117,16 @@ class ChatPanel:
     def register_events(self) -> list[Any]:
         """Wire the chat; returns the events that end with an answer (for panels that follow answers)."""
         # A list, not a set: its order is the order of the /chat API's return values.
+        # The conversation id is a State: the API neither takes nor returns it.
         outputs = [self.chatbot, self.question, self.sources.html, self.shared.turns, self.shared.status,
-                   self.export, self.last_answer]
-        inputs = [self.question, self.chatbot, self.shared.turns, self.mode, self.n_papers]
+                   self.export, self.last_answer, self.shared.conversation]
+        inputs = [self.question, self.chatbot, self.shared.turns, self.mode, self.n_papers, self.shared.conversation]
         answered = [
             self.send.click(self.respond, inputs, outputs, api_name="chat"),
             self.question.submit(self.respond, inputs, outputs, api_visibility="private"),
         ]
-        reset = [self.chatbot, self.shared.turns, self.sources.html, self.export, self.last_answer]
+        reset = [self.chatbot, self.shared.turns, self.sources.html, self.export, self.last_answer,
+                 self.shared.conversation]
         self.new.click(self.new_chat, None, reset, api_visibility="private")
         self.chatbot.clear(self.new_chat, None, reset, api_visibility="private")
         self.copy.click(self.copied, [self.last_answer], None, js=COPY_JS, api_visibility="private")
@@ -129,9 +135,10 @@ class ChatPanel:
 
     def respond(
         self, message: str, messages: list[Any], turns: list[Turn], mode: str, n_papers: float,
-        request: gr.Request | None = None,
+        conversation: str | None = None, request: gr.Request | None = None,
     ) -> Iterator[dict[Any, Any]]:
-        """Stream the answer into the chat, then show its sources and update the status and export."""
+        """Stream the answer into the chat, then save the turn, show its sources and update the status and
+        export."""
         try:
             question = check_question(message or "")
             max_papers = check_papers(n_papers)
@@ -140,7 +147,7 @@ class ChatPanel:
             yield {self.chatbot: gr.skip()}
             return
         if not isinstance(messages, list) or not isinstance(turns, list) or not messages:
-            messages, turns = [], []  # an emptied chat (or an API call without history) starts a new conversation
+            messages, turns, conversation = [], [], None  # an emptied chat (or an API call without history) starts a new conversation
         turn = len(turns) + 1
         messages = [*messages, {"role": "user", "content": markdown_text(question)},
                     {"role": "assistant", "content": "…"}]
@@ -175,15 +182,51 @@ class ChatPanel:
             return
         log.info("answer %d: %s by %s, %d sources, %s ms", turn, answer.mode, answer.llm, len(answer.citations),
                  answer.timings_ms.get("total"))
-        messages[-1] = {"role": "assistant", "content": answer_message(answer, turn)}
+        conversation, link = self.save(conversation, question, answer, request)
+        messages[-1] = {"role": "assistant", "content": answer_message(answer, turn) + permalink_html(link)}
         turns = [*turns, Turn(question=question, answer=answer)]
-        yield {
+        saved = {self.shared.conversation: conversation} if self.shared.conversation is not None else {}
+        yield saved | {
             self.chatbot: messages,
             self.sources.html: self.sources.show(turns),
             self.shared.turns: turns,
             self.shared.status: self.library.status(answer),
             self.export: gr.DownloadButton(value=str(self.write_export(turns, request)), interactive=True),
             self.last_answer: answer_markdown(answer),
+        }
+
+    def save(self, conversation: str | None, question: str, answer: Answer,
+             request: gr.Request | None) -> tuple[str | None, str | None]:
+        """Save a turn to the session's conversation (a new one for the first turn, or when it was deleted
+        meanwhile): (conversation id, permalink token), (None, None) when saving is off (said once a session)."""
+        store = self.library.conversations
+        owner = owner_of(request)
+        link = store.append(conversation, owner, question, answer) if conversation else None
+        if link is None and store.ok:
+            conversation = store.create(owner, question)
+            link = store.append(conversation, owner, question, answer) if conversation else None
+        if link is None:
+            session = str(getattr(request, "session_hash", None) or "")
+            if not store.ok and session not in self.library.warned_unsaved:
+                self.library.warned_unsaved.add(session)
+                gr.Warning(UNSAVED)
+            return None, None
+        return conversation, link
+
+    def show_saved(self, conversation: str | None, saved: list[SavedTurn],
+                   request: gr.Request | None = None) -> dict[Any, Any]:
+        """The chat showing a saved conversation (as its answers were shown live), or a new chat when empty."""
+        if not saved or not conversation:
+            return self.new_chat()
+        turns = [s.turn for s in saved]
+        answers = [t.answer for t in turns if t.answer is not None]
+        return {
+            self.chatbot: conversation_messages(turns, [s.link for s in saved]),
+            self.shared.turns: turns,
+            self.shared.conversation: conversation,
+            self.sources.html: self.sources.show(turns),
+            self.export: gr.DownloadButton(value=str(self.write_export(turns, request)), interactive=True),
+            self.last_answer: answer_markdown(answers[-1]) if answers else "",
         }
 
     def write_export(self, turns: list[Turn], request: gr.Request | None = None) -> Path:
@@ -204,6 +247,7 @@ class ChatPanel:
             self.sources.html: self.sources.empty(),
             self.export: gr.DownloadButton(value=None, interactive=False),
             self.last_answer: "",
+            **({self.shared.conversation: None} if self.shared.conversation is not None else {}),
         }
 
     @staticmethod

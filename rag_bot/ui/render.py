@@ -260,3 +260,76 @@ def upload_summary(
         if len(rejected) > 50:
             lines.append(f"- … and {len(rejected) - 50} more")
     return "\n".join(lines)
+
+
+# --- saved conversations ----------------------------------------------------------------------------
+
+
+def permalink_html(link: str | None) -> str:
+    """The line under a saved answer: its read-only permalink (relative, so it works under any base URL)."""
+    if not link:
+        return ""
+    href = f"answer/{html.escape(link)}"
+    return f'\n\n<a class="permalink" href="{href}" target="_blank" rel="noopener noreferrer">Permalink</a>'
+
+
+def conversation_messages(turns: Sequence[Turn], links: Sequence[str | None] = ()) -> list[dict[str, str]]:
+    """The Chatbot messages of a saved conversation, rendered as the live answers were."""
+    messages = []
+    for t, turn in enumerate(turns, start=1):
+        messages.append({"role": "user", "content": markdown_text(turn.question)})
+        if turn.answer is not None:
+            link = links[t - 1] if t - 1 < len(links) else None
+            messages.append({"role": "assistant", "content": answer_message(turn.answer, t) + permalink_html(link)})
+    return messages
+
+
+def conversation_label(title: str, updated: float, turns: int) -> str:
+    """A saved conversation in the list: its title, when it was last extended, how many turns."""
+    import time
+
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(updated))
+    return f"{' '.join(title.split())} · {when} · {turns} turn{'s' if turns != 1 else ''}"
+
+
+PERMALINK_STYLE = (
+    "body{font-family:system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;line-height:1.5}"
+    ".answer{white-space:pre-wrap}.quote{opacity:.8;font-size:.9em;margin:.2rem 0 .8rem 1rem}"
+    ".meta{opacity:.7;font-size:.85em}"
+)
+
+
+def permalink_page(turn: Turn | None, papers: dict[str, Paper], when: float | None = None) -> str:
+    """The read-only page of one saved answer: question, answer, notice and references, everything escaped
+    (corpus text and questions are untrusted); a short "not found" page for None."""
+    head = (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="robots" content="noindex">'
+            f"<title>rag-bot answer</title><style>{PERMALINK_STYLE}</style></head><body>")
+    if turn is None:
+        return head + "<h1>Answer not found</h1><p>This permalink is unknown or its conversation was deleted.</p></body></html>"
+    import time
+
+    parts = [head, f"<h1>{html.escape(turn.question)}</h1>"]
+    if when is not None:
+        parts.append(f'<p class="meta">Answered {time.strftime("%Y-%m-%d %H:%M", time.localtime(when))} by rag-bot'
+                     f"{' (' + html.escape(writer_label(turn.answer.llm)) + ')' if turn.answer else ''}</p>")
+    answer = turn.answer
+    if answer is None:
+        parts.append("<p>(no answer was saved)</p>")
+    else:
+        parts.append(f'<div class="answer">{html.escape(mask_credentials(answer.answer))}</div>')
+        if answer.notice:
+            parts.append(f"<p><em>{html.escape(mask_credentials(answer.notice))}</em></p>")
+        if answer.citations:
+            parts.append("<h2>References</h2><ol>")
+            for c in answer.citations:
+                paper = papers.get(c.doc_id)
+                url = safe_url(paper_url(paper))
+                link = f' · <a href="{html.escape(url)}" rel="noopener noreferrer">link</a>' if url else ""
+                parts.append(
+                    f'<li value="{c.n}"><strong>{html.escape(clean_markup(c.title))}</strong> '
+                    f'<span class="meta">({html.escape(paper_place(paper, c.doc_id, c.source))}){link}</span>'
+                    f'<div class="quote">“{html.escape(c.quote)}”</div></li>'
+                )
+            parts.append("</ol>")
+    parts.append("</body></html>")
+    return "".join(parts)
