@@ -40,7 +40,7 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
 
     from rag_bot.engine import Engine
 
-    paths = [Path(p) for p in args.paths] or [settings.seeds]
+    paths = [Path(p) for p in args.paths] or [settings.seed_path()]
     if args.rebuild:
         from rag_bot.index import rebuild_store
 

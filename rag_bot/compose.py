@@ -356,24 +356,31 @@ class OfflineComposer(PaperSynthesizer):
         return "\n\n".join(parts)
 
     def _summary(self, question: str, papers: Sequence[ScoredPaper], citer: _Citer) -> str:
-        chosen = papers
-        scored = self._scored_sentences(question, chosen)
+        # The most central papers are summarised by theme; the others on the topic are listed after them.
+        central, rest = list(papers[: self.settings.answer_papers]), list(papers[self.settings.answer_papers:])
+        scored = self._scored_sentences(question, list(papers))
         lines: dict[str, str] = {}
-        for paper, sentences in zip(chosen, scored):
+        quotes: dict[str, str] = {}
+        for paper, sentences in zip(papers, scored):
             # Prefer the sentence that states the contribution, among the relevant ones.
             ranked = sorted(sentences[:4], key=lambda s: -(s[0] + (0.1 if _APPROACH_CUES.search(s[1]) else 0)))
             sentence = ranked[0][1] if ranked else ""
             lines[paper.paper.doc_id] = f"- **{clean_markup(paper.paper.title)}**: {_trim(sentence)} {{cite}}"
-            lines[paper.paper.doc_id + "#q"] = sentence  # the quote is always the whole sentence
-        groups = self._themes(question, chosen)
-        blocks = [f"The collection holds {len(chosen)} paper{'s' if len(chosen) != 1 else ''} on this, "
-                  f"grouped by theme below."]
-        for label, members in groups:
-            rows = []
-            for paper in members:
-                quote = lines[paper.paper.doc_id + "#q"]
-                rows.append(lines[paper.paper.doc_id].replace("{cite}", citer.cite(paper.paper, quote)))
+            quotes[paper.paper.doc_id] = sentence  # the quote is always the whole sentence
+        n = len(papers)
+        if rest:
+            opening = (f"{n} papers in the collection are on this; the {len(central)} most central are grouped by "
+                       f"theme below, the other {len(rest)} are listed after them.")
+        else:
+            opening = f"The collection holds {n} paper{'s' if n != 1 else ''} on this, grouped by theme below."
+        blocks = [opening]
+        for label, members in self._themes(question, central):
+            rows = [lines[p.paper.doc_id].replace("{cite}", citer.cite(p.paper, quotes[p.paper.doc_id]))
+                    for p in members]
             blocks.append(f"**{label}**\n" + "\n".join(rows))
+        if rest:
+            rows = [f"- {clean_markup(p.paper.title)} {citer.cite(p.paper, quotes[p.paper.doc_id])}" for p in rest]
+            blocks.append("**Also on this topic**\n" + "\n".join(rows))
         return "\n\n".join(blocks)
 
     def _themes(self, question: str, papers: Sequence[ScoredPaper]) -> list[tuple[str, list[ScoredPaper]]]:
@@ -454,6 +461,10 @@ class OfflineComposer(PaperSynthesizer):
 
     def _compare(self, question: str, papers: Sequence[ScoredPaper], citer: _Citer) -> str:
         named = [p for p in papers if p.named]
+        if len(papers) == 1:  # nothing to compare it with: say so, and describe the one paper
+            only = papers[0]
+            return ("Only one paper in the collection is on this, so there is nothing to compare it with. "
+                    + self._ask(question, [only], citer))
         chosen = papers
         scored = self._scored_sentences(question, chosen)
         header = "| | " + " | ".join(f"**{_cell(clean_markup(p.paper.title))}**" for p in chosen) + " |"
@@ -495,6 +506,6 @@ class OfflineComposer(PaperSynthesizer):
             rows.append(f"| **{row}** | " + " | ".join(cells) + " |")
         intro = "Side by side, as their abstracts describe them:"
         if len(named) < 2 and len(chosen) >= 2:
-            intro = ("The question names fewer than two papers in the collection, so this compares the closest "
-                     "matches:")
+            intro = (f"The question names fewer than two papers; these {len(chosen)} papers of the collection are on "
+                     f"its topic:")
         return intro + "\n\n" + "\n".join(rows)

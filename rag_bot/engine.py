@@ -21,7 +21,7 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 from rag_bot.compose import OfflineComposer, PaperSynthesizer, WriterUnavailable, detect_mode
 from rag_bot.corpus import ReadResult, read_paths
 from rag_bot.errors import EmptyQuestionError, NoIndexError
-from rag_bot.ground import Grounding, GroundingPostprocessor, ground
+from rag_bot.ground import Grounding, GroundingPostprocessor
 from rag_bot.index import IngestReport, PaperIndex, store_label
 from rag_bot.nodes import PaperQuery, scored_paper
 from rag_bot.retrieve import PaperRetriever
@@ -76,6 +76,7 @@ class Engine:
         self._fallback = fallback
         self._sentences = sentences
         self._query_engine: RetrieverQueryEngine | None = None
+        self._grounding: GroundingPostprocessor | None = None
 
     # --- parts (built on first use: opening the store for stats needs no model) ----------------------------
     @property
@@ -108,13 +109,20 @@ class Engine:
         return self._fallback
 
     @property
+    def grounding(self) -> GroundingPostprocessor:
+        """The grounding stage (a llama-index node postprocessor over the pure rules of ground.py)."""
+        if self._grounding is None:
+            self._grounding = GroundingPostprocessor(sentences=self.sentences, settings=self.settings)
+        return self._grounding
+
+    @property
     def query_engine(self) -> RetrieverQueryEngine:
         """The llama-index query engine: retriever -> grounding postprocessor -> writer."""
         if self._query_engine is None:
             self._query_engine = RetrieverQueryEngine(
                 retriever=self.retriever,
                 response_synthesizer=self.writer,
-                node_postprocessors=[GroundingPostprocessor(sentences=self.sentences, settings=self.settings)],
+                node_postprocessors=[self.grounding],
             )
         return self._query_engine
 
@@ -206,8 +214,7 @@ class Engine:
         self.require_index()
         query = self.query(question, mode)
         papers = [scored_paper(n) for n in self.retriever.retrieve(query)]
-        return ground(self.sentences.query_vector(query.question), papers, query.mode,
-                      lambda paper: self.sentences.of(paper)[1], self.settings, query.max_papers)
+        return self.grounding.decide(query, papers)
 
     def _answer(
         self,

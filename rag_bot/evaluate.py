@@ -60,6 +60,7 @@ def evaluate(engine: Engine, questions: list[Question]) -> dict[str, Any]:
     at_5: list[float] = []
     rr_10: list[float] = []
     set_recall: list[float] = []
+    topic_precision: list[float] = []
     refusals_ok: list[bool] = []
     false_refusals: list[bool] = []
     facts: list[bool] = []
@@ -89,6 +90,10 @@ def evaluate(engine: Engine, questions: list[Question]) -> dict[str, Any]:
             recall = metrics.recall_at_k(cited, q.expected)
             set_recall.append(recall)
             row["recall"] = recall
+            if cited:  # topic precision: the share of cited papers that are about the question's topic
+                on_topic = len(set(cited) & set(q.expected)) / len(set(cited))
+                topic_precision.append(on_topic)
+                row["topic_precision"] = round(on_topic, 3)
         if q.kind == "fact" and q.fact:
             ok = q.fact in answer.answer and q.expected[0] in cited
             facts.append(ok)
@@ -105,6 +110,7 @@ def evaluate(engine: Engine, questions: list[Question]) -> dict[str, Any]:
         "R@5": mean(at_5),
         "MRR@10": mean(rr_10),
         "summary/compare recall": mean(set_recall),
+        "topic precision": mean(topic_precision),
         "refusal accuracy": mean(refusals_ok),
         "false refusals": mean(false_refusals),
         "fact accuracy": mean(facts),

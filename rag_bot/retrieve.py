@@ -30,6 +30,7 @@ RRF_K = 60
 LONG_QUESTION_WORDS = 25
 FEEDBACK_PAPERS = 10  # top papers whose abstracts feed back into a long question
 FEEDBACK_TERMS = 10  # terms they add to its BM25 query
+AREA_CANDIDATES = 40  # papers retrieved for a summary or a comparison by topic (grounding keeps those on topic)
 
 
 @dataclass
@@ -260,14 +261,17 @@ class PaperRetriever(BaseRetriever):
         return [
             ScoredPaper(
                 paper=snap.papers[d], score=round(fused[d], 6), similarity=round(dense.get(d, 0.0), 4),
-                named=d in named, coverage=round(self._coverage(snap, d, word_weights), 4) if i < 3 else 0.0,
+                named=d in named, coverage=round(self._coverage(snap, d, word_weights), 4),
             )
-            for i, d in enumerate(ranked)
+            for d in ranked
         ]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         """The query engine's retrieval: ranked papers as nodes, plus the previous turn's papers for a follow-up."""
-        papers = self.retrieve_papers(query_bundle.query_str)
+        area = isinstance(query_bundle, PaperQuery) and query_bundle.mode in ("summary", "compare")
+        # An area (summary, comparison by topic) may hold many papers: grounding decides which are on topic.
+        papers = self.retrieve_papers(query_bundle.query_str, top_k=max(AREA_CANDIDATES, self.settings.top_k)
+                                      if area else None)
         if isinstance(query_bundle, PaperQuery) and query_bundle.carry_over:
             collection = self.papers
             have = {p.paper.doc_id for p in papers}

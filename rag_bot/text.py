@@ -203,8 +203,12 @@ _INSTRUCTION = re.compile(
     r"\b(?:(?:please|can you|could you)\s+)?(?:summari[sz]e|give (?:me )?(?:an? )?(?:overview|summary)"
     r"(?: of)?|overview of|compare|contrast|tell me (?:about|what)|explain|what does (?:the|this) "
     r"collection (?:say|hold|have) (?:about|on)|what (?:has|does) (?:the|this) collection (?:got|have) "
-    r"(?:on|about)|is there (?:a |any )?(?:paper|work|research) (?:on|about|that)|which papers?|"
-    r"(?:the )?(?:work|research|papers|literature|studies) (?:on|about|that)|in (?:the|this) collection)\b",
+    r"(?:on|about)|is there (?:a |any )?(?:paper|work|research) (?:on|about|that)|"
+    r"(?:which|what) papers? (?:study|studies|address|addresses|propose|use|tackle)|which papers?|"
+    r"(?:the )?(?:work|research|papers|literature|studies) (?:on|about|that)|in (?:the|this) collection|"
+    r"how (?:do|does|did) (?:the )?|(?:papers?|works?|approaches|methods) (?:differ|compare)\b|differ(?:s|ent)?\b|"
+    r"what (?:do|does) (?:the )?papers? say (?:about|on)|what are the (?:main )?(?:approaches|methods|papers|"
+    r"directions) (?:to|for|on))\b",
     re.IGNORECASE,
 )
 
@@ -212,6 +216,7 @@ _INSTRUCTION = re.compile(
 def topic_query(question: str) -> str:
     """The question without the words that ask for a mode ("summarize the work on X" -> "X")."""
     topic = " ".join(_INSTRUCTION.sub(" ", question).split()).strip(" ,.;:?")
+    topic = re.sub(r"\s+(?:papers?|works?|approaches)$", "", topic, flags=re.IGNORECASE)
     return topic if len(topic) >= 3 else question
 
 

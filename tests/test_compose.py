@@ -182,9 +182,9 @@ def test_mode_override_changes_the_answer_shape(ask):
     assert "|---" not in summarised.answer, "a summary is a grouped list, not the comparison table"
     plain = ask(question, "ask")
     assert plain.mode == "ask" and "|---" not in plain.answer
-    # a plain question forced into compare mode gets a table
+    # a question about one paper forced into compare mode says there is nothing on topic to compare it with
     forced = ask("what does CorrSteer gain on HarmBench?", "compare")
-    assert forced.mode == "compare" and "|---" in forced.answer
+    assert forced.mode == "compare" and forced.answer.startswith("Only one paper in the collection is on this")
 
 
 def _table_rows(text: str) -> list[list[str]]:
@@ -220,8 +220,7 @@ def test_compare_answer_is_a_table_citing_both_papers_in_their_cells(engine, ask
 def test_summary_cites_several_papers(engine, ask):
     answer = ask("Summarize the work on federated fine-tuning", None)
     cited = {c.doc_id for c in answer.citations}
-    assert len(cited) >= 3
-    assert {paper_with(engine, "Het-CPFLoRA"), paper_with(engine, "FedRot-LoRA")} <= cited
+    assert cited == {paper_with(engine, "Het-CPFLoRA"), paper_with(engine, "FedRot-LoRA")}, "both, and no filler"
     # every cited paper has its own bullet
     assert answer.answer.count("\n- **") >= len(cited) - 1
 
@@ -315,3 +314,20 @@ def test_offline_citations_are_supported_by_the_abstracts_they_cite(engine, ask)
         answer = ask(question, mode)
         assert answer.citations and all(c.support >= engine.settings.support_threshold for c in answer.citations)
         assert answer.notice is None
+
+
+@pytest.mark.parametrize("question, names", [
+    ("Which papers study steering of model activations?", {"CorrSteer", "SARSteer"}),
+    ("How do the speculative decoding papers in the collection differ?", {"XSpecMesh", "ECHO"}),
+    ("What has this collection got on federated fine-tuning with LoRA?", {"Het-CPFLoRA", "FedRot-LoRA"}),
+    ("Summarize the research that uses Item Response Theory to evaluate AI models.", {"ATLAS", "BRIDGE"}),
+])
+def test_an_area_cites_exactly_the_papers_on_its_topic(engine, ask, question, names):
+    answer = ask(question, None)
+    assert {c.doc_id for c in answer.citations} == {paper_with(engine, name) for name in names}, answer.answer
+
+
+def test_a_comparison_by_topic_with_one_paper_on_it_says_so(ask):
+    answer = ask("How do the mesh generation papers differ?", None)
+    assert answer.mode == "compare" and len(answer.citations) == 1
+    assert answer.answer.startswith("Only one paper in the collection is on this")

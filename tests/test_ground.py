@@ -92,3 +92,25 @@ def test_a_named_paper_grounds_the_question_without_evidence():
 def test_nothing_retrieved_is_declined():
     decision = ground(QUESTION, [], "summary", sentences_like(0.9), SETTINGS)
     assert not decision.grounded and decision.evidence == 0.0
+
+
+def test_an_area_takes_every_paper_on_topic_and_no_filler():
+    from rag_bot.ground import on_topic
+
+    # Three papers about the topic (similar, sentences close, words covered), two only near it.
+    papers = ranked(0.60, 0.58, 0.55, 0.50, 0.48)
+    for p, cov in zip(papers, (1.0, 0.9, 0.8, 0.1, 0.0)):
+        p.coverage = cov
+    sentence_sims = {"p0": 0.7, "p1": 0.68, "p2": 0.66, "p3": 0.40, "p4": 0.38}
+
+    def vectors(paper):
+        v = sentence_sims[paper.doc_id]
+        return np.array([[v, float(np.sqrt(1 - v**2))]])
+
+    assert ids(on_topic(papers, QUESTION, vectors, SETTINGS, limit=40)) == ["p0", "p1", "p2"]
+    assert ids(on_topic(papers, QUESTION, vectors, SETTINGS, limit=2)) == ["p0", "p1"]
+    # forty on topic: forty cited
+    many = ranked(*([0.6] * 40), coverage=1.0)
+    for p in many:
+        p.coverage = 1.0
+    assert len(on_topic(many, QUESTION, sentences_like(0.7), SETTINGS, limit=40)) == 40
