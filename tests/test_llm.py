@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
+from rag_bot.citations import CitationChecker
 from rag_bot.compose import OfflineComposer
 from rag_bot.engine import Engine
 from rag_bot.evaluate import DEFAULT_SET, citation_integrity, load_questions
-from rag_bot.citations import CitationChecker
 from rag_bot.llm import LLMComposer, uses_llm
 from rag_bot.prompts import ANSWER_SYSTEM_PROMPT, MODE_INSTRUCTIONS
 from rag_bot.settings import Settings
