@@ -103,15 +103,19 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
         questions[0].encode("utf-8")
     except UnicodeEncodeError:  # bytes that are not UTF-8 on the command line arrive as lone surrogates
         return _fail("the question is not valid UTF-8 text; check the terminal's encoding", 2)
+    try:
+        filters = _filters(args)
+    except ValueError as exc:
+        return _fail(str(exc), 2)
     from rag_bot.engine import Engine
 
     engine = Engine(settings)
     engine.require_index()
     for question in questions:
         if args.stream and not args.json:
-            answer = _stream_answer(engine, question, args.mode, sys.stdout)
+            answer = _stream_answer(engine, question, args.mode, sys.stdout, filters)
         else:  # --json keeps standard output one JSON object per question, so nothing is streamed there
-            answer = engine.ask(question, mode=args.mode)
+            answer = engine.ask(question, mode=args.mode, filters=filters)
         if answer.notice:
             print(f"rag-bot: {answer.notice}", file=sys.stderr, flush=True)
         references = _references(engine, answer, args.cite) if args.cite else None
@@ -137,13 +141,27 @@ def _references(engine: Any, answer: Any, fmt: str) -> str:
     return export(cited_papers([answer], engine.papers), fmt)  # type: ignore[arg-type]
 
 
-def _stream_answer(engine: Any, question: str, mode: str | None, out: TextIO) -> Any:
+def _filters(args: argparse.Namespace) -> Any:
+    """The --venue/--year/--author/--source flags as `Filters` (None when none is given); ValueError if bad."""
+    from rag_bot.types import Filters
+
+    return Filters.parse(venue=args.venue, year=args.year, author=args.author, source=args.source)
+
+
+def _add_filter_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--venue", help="only papers of this venue (part of the name, any case), e.g. ICML")
+    p.add_argument("--year", help="only papers of this year or range: 2026, 2024-2026, 2024-, -2023")
+    p.add_argument("--author", help="only papers with an author whose name contains this (any case)")
+    p.add_argument("--source", help="only papers from a source file whose name contains this")
+
+
+def _stream_answer(engine: Any, question: str, mode: str | None, out: TextIO, filters: Any = None) -> Any:
     """Print the answer's text as it is written, then its sources; returns the final `Answer`."""
     from rag_bot.types import Answer
 
     shown: list[str] = []
     answer: Any = None
-    for event in engine.stream(question, mode=mode):
+    for event in engine.stream(question, mode=mode, filters=filters):
         if isinstance(event, Answer):
             answer = event
         else:
@@ -219,9 +237,13 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         return _fail(f"cannot read {path}: {exc.strerror}", 2)
     except ValueError as exc:
         return _fail(str(exc), 2)
+    try:
+        filters = _filters(args)
+    except ValueError as exc:
+        return _fail(str(exc), 2)
     engine = Engine(settings)
     engine.require_index()
-    metrics = evaluate(engine, questions)
+    metrics = evaluate(engine, questions, filters=filters)
     if args.json:
         print(json.dumps(metrics))
     else:
@@ -279,6 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stream", action="store_true", help="print the answer as it is written (with an LLM)")
     p.add_argument("--cite", choices=["bibtex", "ris", "csl"],
                    help="also print the cited papers as BibTeX, RIS or CSL-JSON (with --json: a `references` field)")
+    _add_filter_flags(p)
     p.set_defaults(func=cmd_ask)
 
     p = sub.add_parser("stats", help="size and place of the index")
@@ -291,6 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="score the pipeline on a labelled question set")
     p.add_argument("--set", help="JSONL question set (default: tests/data/dev_questions.jsonl)")
     p.add_argument("--retrieval", choices=["hybrid", "dense", "bm25"], help="retriever to evaluate")
+    _add_filter_flags(p)
     p.add_argument("--json", action="store_true", help="print the metrics (and per-question rows) as JSON")
     p.set_defaults(func=cmd_eval)
 

@@ -26,7 +26,7 @@ from rag_bot.nodes import PaperQuery, marked_sources, scored_paper
 from rag_bot.sentences import SentenceIndex
 from rag_bot.settings import Settings
 from rag_bot.text import clean_markup, split_sentences, topic_query
-from rag_bot.types import Answer, Citation, Mode, Paper, ScoredPaper
+from rag_bot.types import Answer, Citation, Filters, Mode, Paper, ScoredPaper
 
 log = logging.getLogger(__name__)
 
@@ -174,8 +174,12 @@ def word_deltas(text: str) -> list[str]:
     return re.findall(r"\S+\s*|\s+", text)
 
 
-def decline(question: str, mode: Mode, ranked: Sequence[ScoredPaper]) -> Answer:
+def decline(question: str, mode: Mode, ranked: Sequence[ScoredPaper], filters: Filters | None = None) -> Answer:
     """The plain refusal for a question the collection does not answer, naming the nearest topics it covers."""
+    if filters is not None and not ranked:
+        text = (f"No paper in the collection matches {filters.describe()}, so there is nothing to answer from "
+                f"(the search is not widened to the whole collection).")
+        return Answer(question=question, mode=mode, answer=text, grounded=False, citations=[], retrieved=[])
     nearest = ", ".join(f"*{clean_markup(p.paper.title)}*" for p in ranked[:3])
     text = "The collection does not seem to cover this: no abstract in it is a close enough match to " \
            "answer with a citation."
@@ -229,8 +233,10 @@ class PaperSynthesizer(BaseSynthesizer):
         ranked = [scored_paper(n) for n in nodes]
         sources = marked_sources(nodes)
         answer: Answer | None = None
+        if query.filter_note:  # the answer says which filter it used, first
+            yield from word_deltas(f"_{query.filter_note}_\n\n")
         if not sources:
-            answer = decline(query.question, query.mode, ranked)
+            answer = decline(query.question, query.mode, ranked, query.filters)
             yield from word_deltas(answer.answer)
         else:
             for event in self.write(query.question, query.mode, sources, query.stream):
@@ -242,6 +248,9 @@ class PaperSynthesizer(BaseSynthesizer):
             raise WriterUnavailable("the writer ended without an answer")
         if answer.citations:
             self._check_support(answer, sources)
+        if query.filter_note:
+            answer.answer = f"_{query.filter_note}_\n\n{answer.answer}"
+        answer.filters = query.filters
         answer.retrieved = retrieved_list(ranked)
         metadata["answer"] = answer
 

@@ -314,10 +314,21 @@ def read_seed_file(
             )
             continue
         abstract = _cut_abstract(abstract, max_chars, path, lineno, result)
-        result.papers.append(make_paper(f"{doc_prefix or path.stem}#{n}", abstract, source or path.name))
+        venue, year = venue_and_year(lines[0].strip() if start else "")
+        result.papers.append(make_paper(f"{doc_prefix or path.stem}#{n}", abstract, source or path.name,
+                                        venue=venue, year=year))
     if not blocks:
         result.problems.append(Problem(path=str(path), message="no abstracts found"))
     return _by_line(result)
+
+
+_VENUE_HEADER = re.compile(r"^([A-Z][A-Za-z\-]{1,19})\s+((?:19|20)\d\d)\b")
+
+
+def venue_and_year(header: str) -> tuple[str | None, int | None]:
+    """The venue and year a seed file's header names ("ICML 2026 Papers" -> ICML, 2026), if any."""
+    match = _VENUE_HEADER.match(header)
+    return (match.group(1), int(match.group(2))) if match else (None, None)
 
 
 def read_jsonl_file(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> ReadResult:

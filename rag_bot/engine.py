@@ -27,7 +27,7 @@ from rag_bot.nodes import PaperQuery, scored_paper
 from rag_bot.retrieve import PaperRetriever
 from rag_bot.sentences import SentenceIndex
 from rag_bot.settings import Settings
-from rag_bot.types import Answer, Mode, Paper, Turn, final_answer
+from rag_bot.types import Answer, Filters, Mode, Paper, Turn, final_answer
 
 log = logging.getLogger(__name__)
 
@@ -172,9 +172,11 @@ class Engine:
         mode: Mode | None = None,
         history: Sequence[Turn] | None = None,
         max_papers: int | None = None,
+        filters: Filters | None = None,
     ) -> Answer:
-        """A cited answer (or a plain refusal) to a question, in the context of earlier turns."""
-        return final_answer(self._answer(question, mode, history, max_papers, stream=False))
+        """A cited answer (or a plain refusal) to a question, in the context of earlier turns, drawn only from the
+        papers that pass `filters`."""
+        return final_answer(self._answer(question, mode, history, max_papers, stream=False, filters=filters))
 
     def stream(
         self,
@@ -182,15 +184,16 @@ class Engine:
         mode: Mode | None = None,
         history: Sequence[Turn] | None = None,
         max_papers: int | None = None,
+        filters: Filters | None = None,
     ) -> Iterator[str | Answer]:
         """Text deltas of the answer as it is written, then the final (citation-checked) `Answer`.
 
         With an LLM the deltas are its tokens, already citation-checked; the final `Answer` is authoritative (if the
         model fails mid-answer, it is the offline writer's answer, with a notice)."""
-        yield from self._answer(question, mode, history, max_papers, stream=True)
+        yield from self._answer(question, mode, history, max_papers, stream=True, filters=filters)
 
     def query(self, question: str, mode: Mode | None = None, history: Sequence[Turn] | None = None,
-              max_papers: int | None = None, stream: bool = False) -> PaperQuery:
+              max_papers: int | None = None, stream: bool = False, filters: Filters | None = None) -> PaperQuery:
         """The question as the query engine takes it: what to search with, what to answer, in which mode."""
         question = clean_question(question)
         if not question:
@@ -207,7 +210,19 @@ class Engine:
             stream=stream,
             carry_over=tuple(c.doc_id for c in previous.answer.citations) if previous and previous.answer else (),
             carry_over_question=previous.question if previous else "",
+            filters=filters if filters is not None and not filters.empty else None,
+            filter_note=self._filter_note(filters),
         )
+
+    def _filter_note(self, filters: Filters | None) -> str:
+        """What an answer says about its filter: which, and how many papers pass it."""
+        if filters is None or filters.empty:
+            return ""
+        matching = self.retriever.count_matching(filters)
+        if not matching:
+            return ""
+        total = len(self.papers)
+        return f"Searched only the papers matching {filters.describe()} ({matching} of {total})."
 
     def ground(self, question: str, mode: Mode | None = None) -> Grounding:
         """Retrieval and grounding without writing: the evidence score and sources (for calibration)."""
@@ -223,9 +238,10 @@ class Engine:
         history: Sequence[Turn] | None,
         max_papers: int | None,
         stream: bool,
+        filters: Filters | None = None,
     ) -> Iterator[str | Answer]:
         start = time.perf_counter()
-        query = self.query(question, mode, history, max_papers, stream)
+        query = self.query(question, mode, history, max_papers, stream, filters)
         self.require_index()
         log.debug("question %r (mode %s)", query.question, query.mode)
         nodes = self.query_engine.retrieve(query)  # retrieve, then ground

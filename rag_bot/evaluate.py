@@ -13,7 +13,7 @@ import numpy as np
 
 from rag_bot import metrics
 from rag_bot.engine import Engine
-from rag_bot.types import Answer, Mode
+from rag_bot.types import Answer, Filters, Mode
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +54,8 @@ def citation_integrity(answer: Answer) -> bool:
     return used == set(numbers) and sorted(numbers) == list(range(1, len(numbers) + 1))
 
 
-def evaluate(engine: Engine, questions: list[Question]) -> dict[str, Any]:
-    """Metrics of the engine on a question set."""
+def evaluate(engine: Engine, questions: list[Question], filters: Filters | None = None) -> dict[str, Any]:
+    """Metrics of the engine on a question set (every question limited to `filters`, if given)."""
     at_1: list[float] = []
     at_5: list[float] = []
     rr_10: list[float] = []
@@ -69,7 +69,7 @@ def evaluate(engine: Engine, questions: list[Question]) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     for q in questions:
         mode: Mode | None = q.mode if q.kind in ("summary", "compare") else None  # type: ignore[assignment]
-        answer = engine.ask(q.question, mode=mode)
+        answer = engine.ask(q.question, mode=mode, filters=filters)
         log.debug("%s: grounded %s, %d citations", q.id, answer.grounded, len(answer.citations))
         latencies.append(answer.timings_ms["total"])
         integrity.append(citation_integrity(answer))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from rag_bot.types import Mode, ScoredPaper
+from rag_bot.types import Filters, Mode, ScoredPaper
 
 # Node metadata keys (the paper itself rides along under PAPER; none of it is embedded or shown to a model).
 PAPER = "paper"
@@ -31,6 +31,8 @@ class PaperQuery(QueryBundle):
     stream: bool = False
     carry_over: tuple[str, ...] = ()  # papers cited in the previous turn, kept as candidates of a follow-up
     carry_over_question: str = ""  # the previous question, which their similarity is measured against
+    filters: Filters | None = None  # only papers passing these are retrieved (never widened when none pass)
+    filter_note: str = ""  # what the answer says about the filter it used
 
 
 def paper_node(scored: ScoredPaper) -> NodeWithScore:

@@ -22,7 +22,7 @@ from rag_bot.index import PaperIndex
 from rag_bot.nodes import PaperQuery, paper_node
 from rag_bot.settings import Settings
 from rag_bot.text import clean_markup, normalize_name, topic_query
-from rag_bot.types import Paper, ScoredPaper
+from rag_bot.types import Filters, Paper, ScoredPaper
 
 log = logging.getLogger(__name__)
 
@@ -110,16 +110,25 @@ class Snapshot:
         """Inverse document frequency of a stemmed word."""
         return math.log((len(self.ids) + 1) / (self.df.get(term, 0) + 0.5))
 
-    def bm25_scores(self, stems: list[str], k: int) -> dict[str, float]:
-        """BM25 scores of the best `k` papers for the stemmed query words it knows."""
+    def bm25_scores(self, stems: list[str], k: int, allowed: set[str] | None = None) -> dict[str, float]:
+        """BM25 scores of the best `k` papers (among `allowed`, when given) for the stemmed query words it knows."""
         if self.bm25 is None:
             return {}
         known = self.bm25.vocab_dict
         stems = [t for t in stems if t in known]
         if not stems:
             return {}
-        docs, scores = self.bm25.retrieve([stems], k=min(k, len(self.ids)), show_progress=False)
+        mask = None
+        if allowed is not None:  # the filter is applied inside BM25, not to its top k
+            mask = np.fromiter((d in allowed for d in self.ids), dtype=np.float32, count=len(self.ids))
+        docs, scores = self.bm25.retrieve([stems], k=min(k, len(self.ids)), show_progress=False, weight_mask=mask)
         return {self.ids[int(d)]: float(s) for d, s in zip(docs[0], scores[0]) if s > 0}
+
+    def matching(self, filters: Filters | None) -> set[str] | None:
+        """The doc_ids that pass the filters (None: no filter, every paper)."""
+        if filters is None or filters.empty:
+            return None
+        return {d for d, paper in self.papers.items() if filters.matches(paper)}
 
 
 class PaperRetriever(BaseRetriever):
@@ -168,16 +177,22 @@ class PaperRetriever(BaseRetriever):
         """The collection, by doc_id."""
         return self._snapshot.papers
 
-    def _dense(self, snap: Snapshot, question: str, k: int, embedding: list[float] | None = None) -> dict[str, float]:
+    def _dense(
+        self, snap: Snapshot, question: str, k: int, embedding: list[float] | None = None,
+        allowed: set[str] | None = None,
+    ) -> dict[str, float]:
         """Best cosine similarity per paper, over its chunks and its whole-abstract vector (Chroma's cosine
-        space reports distance = 1 - cosine)."""
+        space reports distance = 1 - cosine); with `allowed`, Chroma searches only those papers."""
         embedding = embedding or self.index.embedder.get_query_embedding(question)
         best: dict[str, float] = {}
-        for collection, size, key in ((self.index.chunks, snap.chunks, "doc_id"), (self.index.papers, len(snap.ids), None)):
+        chunk_filter: dict[str, Any] = {"where": {"doc_id": {"$in": sorted(allowed)}}} if allowed else {}
+        paper_filter: dict[str, Any] = {"ids": sorted(allowed)} if allowed else {}
+        for collection, size, key, where in ((self.index.chunks, snap.chunks, "doc_id", chunk_filter),
+                                             (self.index.papers, len(snap.ids), None, paper_filter)):
             if not size:
                 continue
             got = collection.query(query_embeddings=[embedding], n_results=min(k, size),
-                                   include=["metadatas", "distances"])
+                                   include=["metadatas", "distances"], **where)
             metadatas = (got["metadatas"] or [[]])[0]
             for record_id, meta, distance in zip(got["ids"][0], metadatas, (got["distances"] or [[]])[0]):
                 doc_id = str((meta or {}).get(key, "")) if key else record_id
@@ -192,7 +207,7 @@ class PaperRetriever(BaseRetriever):
                                    return_ids=False)[0])
 
     def _feedback(
-        self, snap: Snapshot, topic: str, fused: dict[str, float], k: int
+        self, snap: Snapshot, topic: str, fused: dict[str, float], k: int, allowed: set[str] | None = None
     ) -> tuple[dict[str, float], dict[str, float]]:
         """Pseudo-relevance feedback for long questions: the query vector moves toward the top papers'
         abstracts (Rocchio) and BM25 gets their most specific shared terms (measured in docs/eval.md)."""
@@ -202,13 +217,13 @@ class PaperRetriever(BaseRetriever):
         if vectors:
             query = query + np.mean([np.asarray(v) for v in vectors.values()], axis=0)
             query /= max(float(np.linalg.norm(query)), 1e-9)
-        dense = self._dense(snap, topic, k, embedding=query.tolist())
+        dense = self._dense(snap, topic, k, embedding=query.tolist(), allowed=allowed)
         counts: dict[str, int] = {}
         for doc_id in top[: FEEDBACK_PAPERS // 2]:
             for term in snap.doc_terms.get(doc_id, ()):
                 counts[term] = counts.get(term, 0) + 1
         ranked_terms = sorted(counts, key=lambda t: -counts[t] * snap.idf(t))
-        lexical = snap.bm25_scores(self._stems(topic) + ranked_terms[:FEEDBACK_TERMS], k)
+        lexical = snap.bm25_scores(self._stems(topic) + ranked_terms[:FEEDBACK_TERMS], k, allowed)
         return dense, lexical
 
     def similarities(self, question: str, doc_ids: list[str]) -> dict[str, float]:
@@ -232,25 +247,34 @@ class PaperRetriever(BaseRetriever):
             return 0.0
         return sum(w for t, w in weights.items() if t in terms) / total
 
-    def retrieve_papers(self, question: str, top_k: int | None = None) -> list[ScoredPaper]:
-        """Papers for a question, best first, with their fused score and best dense similarity."""
+    def count_matching(self, filters: Filters | None) -> int:
+        """How many papers pass the filters."""
+        allowed = self._snapshot.matching(filters)
+        return len(self._snapshot.papers) if allowed is None else len(allowed)
+
+    def retrieve_papers(
+        self, question: str, top_k: int | None = None, filters: Filters | None = None
+    ) -> list[ScoredPaper]:
+        """Papers for a question, best first, with their fused score and best dense similarity; with filters, only
+        papers that pass them (searched inside Chroma and BM25, not cut from a short list)."""
         snap = self._snapshot  # one consistent view of the collection for the whole question
         top_k = top_k or self.settings.top_k
-        if not snap.ids:
+        allowed = snap.matching(filters)
+        if not snap.ids or allowed == set():
             return []
         k = max(self.settings.chunk_candidates, top_k)
         mode = self.settings.retrieval
         topic = topic_query(question)
-        dense = self._dense(snap, topic, k)
-        lexical = snap.bm25_scores(self._stems(topic), k) if mode != "dense" else {}
+        dense = self._dense(snap, topic, k, allowed=allowed)
+        lexical = snap.bm25_scores(self._stems(topic), k, allowed) if mode != "dense" else {}
         weights = {"dense": 1.0, "bm25": 0.0, "hybrid": self.settings.dense_weight}[mode]
         fused = _fuse(dense, lexical, weights)
         long_question = len(question.split()) > LONG_QUESTION_WORDS
         if long_question and mode == "hybrid" and self.settings.feedback and len(snap.ids) > 2 * FEEDBACK_PAPERS:
-            fused = _fuse(*self._feedback(snap, topic, fused, k), weights)
+            fused = _fuse(*self._feedback(snap, topic, fused, k, allowed), weights)
         # A long question (a pasted abstract, a query by example) names its own concepts, not papers of
         # the collection: there only unmistakable names count (measured on CSFCube, docs/eval.md).
-        named = snap.names.find(question, distinctive_only=long_question)
+        named = [d for d in snap.names.find(question, distinctive_only=long_question) if allowed is None or d in allowed]
         for position, doc_id in enumerate(named):
             fused[doc_id] = fused.get(doc_id, 0.0) + 1.0 - position * 0.01
         ranked = [d for d in sorted(fused, key=fused.__getitem__, reverse=True) if d in snap.papers][:top_k]
@@ -271,11 +295,14 @@ class PaperRetriever(BaseRetriever):
         area = isinstance(query_bundle, PaperQuery) and query_bundle.mode in ("summary", "compare")
         # An area (summary, comparison by topic) may hold many papers: grounding decides which are on topic.
         papers = self.retrieve_papers(query_bundle.query_str, top_k=max(AREA_CANDIDATES, self.settings.top_k)
-                                      if area else None)
+                                      if area else None,
+                                      filters=query_bundle.filters if isinstance(query_bundle, PaperQuery) else None)
         if isinstance(query_bundle, PaperQuery) and query_bundle.carry_over:
             collection = self.papers
             have = {p.paper.doc_id for p in papers}
-            extra = [d for d in query_bundle.carry_over if d not in have and d in collection]
+            filters = query_bundle.filters
+            extra = [d for d in query_bundle.carry_over if d not in have and d in collection
+                     and (filters is None or filters.matches(collection[d]))]
             sims = self.similarities(query_bundle.carry_over_question, extra) if extra else {}
             papers += [ScoredPaper(paper=collection[d], score=0.0, similarity=sims.get(d, 0.0)) for d in extra]
         return [paper_node(p) for p in papers]

@@ -44,6 +44,71 @@ class Problem(BaseModel):
         return f"{where}: {self.message}"
 
 
+class Filters(BaseModel):
+    """Which papers a question may draw on: venue, years, author and source file (all case-insensitive; venue,
+    author and source match a part of the field)."""
+
+    venue: str | None = None
+    year_min: int | None = None
+    year_max: int | None = None
+    author: str | None = None
+    source: str | None = None
+
+    @classmethod
+    def parse(cls, venue: str | None = None, year: str | int | None = None, author: str | None = None,
+              source: str | None = None) -> Filters | None:
+        """Filters from user input (`year` "2025", "2024-2026", "2024-" or "-2023"); None when nothing is set.
+        Raises ValueError with the reason for a year that is not one."""
+        year_min = year_max = None
+        if year is not None and str(year).strip():
+            text = str(year).strip().replace("–", "-")
+            low, dash, high = text.partition("-")
+            try:
+                year_min = int(low) if low.strip() else None
+                year_max = (int(high) if high.strip() else None) if dash else year_min
+            except ValueError:
+                raise ValueError(f"year must be YYYY or YYYY-YYYY, got {year!r}") from None
+            if year_min is not None and year_max is not None and year_min > year_max:
+                raise ValueError(f"the year range {year!r} is empty")
+        clean = {k: (v.strip() or None) if isinstance(v, str) else v
+                 for k, v in dict(venue=venue, author=author, source=source).items()}
+        filters = cls(year_min=year_min, year_max=year_max, **clean)
+        return None if filters.empty else filters
+
+    @property
+    def empty(self) -> bool:
+        """Whether no filter is set."""
+        return not any(v is not None for v in self.model_dump().values())
+
+    def matches(self, paper: Paper) -> bool:
+        """Whether a paper passes every filter set."""
+        if self.venue and self.venue.lower() not in (paper.venue or "").lower():
+            return False
+        if self.year_min is not None and (paper.year is None or paper.year < self.year_min):
+            return False
+        if self.year_max is not None and (paper.year is None or paper.year > self.year_max):
+            return False
+        if self.author and not any(self.author.lower() in a.lower() for a in paper.authors):
+            return False
+        return not (self.source and self.source.lower() not in paper.source.lower())
+
+    def describe(self) -> str:
+        """The filters in words: "venue ICML, years 2025–2026"."""
+        parts = []
+        if self.venue:
+            parts.append(f"venue {self.venue}")
+        if self.year_min is not None or self.year_max is not None:
+            if self.year_min == self.year_max:
+                parts.append(f"year {self.year_min}")
+            else:
+                parts.append(f"years {self.year_min or '…'}–{self.year_max or '…'}")
+        if self.author:
+            parts.append(f"author {self.author}")
+        if self.source:
+            parts.append(f"source {self.source}")
+        return ", ".join(parts)
+
+
 class ScoredPaper(BaseModel):
     """A paper ranked for a question."""
 
@@ -82,12 +147,14 @@ class Answer(BaseModel):
     llm: str = "offline"
     timings_ms: dict[str, float] = Field(default_factory=dict)
     notice: str | None = Field(None, description="A one-line notice to show (not part of the JSON).")
+    filters: Filters | None = Field(None, description="The filters the answer was limited to, if any.")
 
     def to_json(self) -> dict[str, object]:
-        """The stable JSON contract."""
-        return self.model_dump(
-            include={"question", "mode", "answer", "grounded", "citations", "retrieved", "llm", "timings_ms"}
-        )
+        """The stable JSON contract (`filters` only when the question was filtered)."""
+        include = {"question", "mode", "answer", "grounded", "citations", "retrieved", "llm", "timings_ms"}
+        if self.filters is not None:
+            include.add("filters")
+        return self.model_dump(include=include, exclude_none=False)
 
 
 class Turn(BaseModel):
