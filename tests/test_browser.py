@@ -219,3 +219,50 @@ def test_images_in_an_abstract_never_load(page, tmp_path):
         assert page.locator(f"img[src^='{base}']").count() == 0
     finally:
         spy.shutdown()
+
+
+def test_a_conversation_survives_a_reload_reopens_and_deletes(page, app_url):
+    page.locator("#conversations").get_by_text("Conversations").first.click()  # unfold the list
+    page.click("#new-chat")
+    page.wait_for_function("() => !document.querySelector('#sources .src-card')")
+    ask(page, "what does CorrSteer gain on HarmBench?")
+    page.wait_for_selector("#sources #src-1-1", timeout=30000)
+    page.wait_for_selector("#chat a.permalink", timeout=30000)
+    permalink = page.locator("#chat a.permalink").last.get_attribute("href") or ""
+    assert permalink.startswith("answer/")
+    # Saved: the list (updated with the browser's copy of the conversation id) names it.
+    page.wait_for_function("() => document.querySelector('#conversation-list').textContent"
+                           ".includes('what does CorrSteer gain on HarmBench?')", timeout=15000)
+
+    page.reload()
+    page.wait_for_selector("#sources #src-1-1", timeout=30000)  # the source cards are back ...
+    assert "27.1" in last_bot_text(page) and page.locator("#chat a.cite").count() >= 1  # ... and the answer
+    assert "what does CorrSteer gain on HarmBench?" in page.locator("#chat").inner_text()
+    assert "CorrSteer" in page.locator("#src-1-1").inner_text()
+
+    shared = page.request.get(app_url + permalink)
+    assert shared.status == 200 and "27.1" in shared.text() and "References" in shared.text()
+    assert "<script" not in shared.text().lower()
+    assert page.request.get(app_url + "answer/not-a-token").status == 404
+
+    page.locator("#conversations").get_by_text("Conversations").first.click()
+    named = page.locator("#conversation-list label").filter(has_text="what does CorrSteer gain on HarmBench?")
+    item = named.first  # the newest (an earlier test may have asked the same)
+    item.wait_for(timeout=15000)
+    before = named.count()
+    page.click("#new-chat")
+    page.wait_for_function("() => !document.querySelector('#sources .src-card')")
+    item.click()  # reopen
+    page.wait_for_selector("#sources #src-1-1", timeout=30000)
+    assert "27.1" in last_bot_text(page)
+
+    page.click("#delete-conversation")
+    page.wait_for_function("() => !document.querySelector('#sources .src-card')", timeout=15000)
+    page.wait_for_function("(n) => [...document.querySelectorAll('#conversation-list label')].filter("
+                           "l => l.innerText.includes('what does CorrSteer gain on HarmBench?')).length === n",
+                           arg=before - 1, timeout=15000)
+    assert page.request.get(app_url + permalink).status == 404, "deleting removes the permalinks too"
+    page.reload()
+    page.wait_for_selector("#question textarea", timeout=30000)
+    page.wait_for_timeout(1000)
+    assert page.locator("#sources .src-card").count() == 0, "a deleted conversation does not come back"

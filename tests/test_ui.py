@@ -604,3 +604,58 @@ def test_the_openai_api_and_mcp_are_served_beside_the_chat(server, client):
         urllib.request.urlopen(request, timeout=10)
     except urllib.error.HTTPError as exc:
         assert exc.code != 404, "the MCP endpoint is mounted"
+
+
+def test_saved_conversations_are_per_user_in_the_chat(engine, tmp_path) -> None:
+    """Through the chat's own handlers: ann's answers are saved as hers; bob neither lists nor opens them;
+    a broken conversations file says so once per session and the answers go on."""
+    from types import SimpleNamespace
+
+    import gradio as gr
+
+    from rag_bot.conversations import FILE_NAME, Conversations
+    from rag_bot.ui.base import Library, Shared
+    from rag_bot.ui.chat import UNSAVED, ChatPanel
+    from rag_bot.ui.history import HistoryPanel
+    from rag_bot.ui.sources import SourcesPanel
+
+    library = Library(engine)
+    library.conversations = Conversations(tmp_path)
+    with gr.Blocks():
+        shared = Shared(status=gr.Markdown(), turns=gr.State([]), conversation=gr.State(None))
+        sources = SourcesPanel(library)
+        chat = ChatPanel(library, sources, shared)
+        history = HistoryPanel(library, chat, shared)
+        chat.render()
+        history.render()
+        sources.render()
+    ann = SimpleNamespace(username="ann", session_hash="a")
+    bob = SimpleNamespace(username="bob", session_hash="b")
+    last = list(chat.respond("what does CorrSteer gain on HarmBench?", [], [], "Auto", 6, None, ann))[-1]
+    conversation = last[shared.conversation]
+    assert conversation and 'class="permalink" href="answer/' in last[chat.chatbot][-1]["content"]
+
+    mine = history.restore(conversation, ann)
+    assert mine[shared.conversation] == conversation and len(mine[chat.chatbot]) == 2
+    assert mine[chat.chatbot][-1] == last[chat.chatbot][-1], "reopened as it was shown live"
+    assert 'id="src-1-1"' in mine[sources.html]
+    theirs = history.restore(conversation, bob)
+    assert theirs[chat.chatbot] == [] and theirs[shared.conversation] is None and theirs[history.browser] is None
+    assert theirs[history.list].choices == []
+    with pytest.warns(UserWarning, match="gone"):
+        assert chat.chatbot not in history.open(conversation, bob)
+    with pytest.warns(UserWarning, match="Select a conversation"):
+        history.delete(conversation, None, bob)
+    assert library.conversations.load(conversation, "ann")
+
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / FILE_NAME).write_bytes(b"garbage" * 100)
+    library.conversations = Conversations(tmp_path / "broken")
+    with pytest.warns(UserWarning, match=UNSAVED[:30]):
+        first = list(chat.respond("what does CorrSteer gain on HarmBench?", [], [], "Auto", 6, None, ann))[-1]
+    assert first[shared.conversation] is None and "27.1" in first[chat.chatbot][-1]["content"]
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        list(chat.respond("and SARSteer?", first[chat.chatbot], first[shared.turns], "Auto", 6, None, ann))
