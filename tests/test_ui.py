@@ -659,3 +659,18 @@ def test_saved_conversations_are_per_user_in_the_chat(engine, tmp_path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         list(chat.respond("and SARSteer?", first[chat.chatbot], first[shared.turns], "Auto", 6, None, ann))
+
+
+def test_permalink_page_and_saved_messages_escape_everything() -> None:
+    from rag_bot.ui.render import conversation_messages, permalink_html, permalink_page
+
+    answer = _answer(f"x is {XSS} [1].", "Some <b>quote</b>.")
+    paper = Paper(doc_id="x#1", title="T", text="t", source="f.jsonl", url="javascript:alert(1)")
+    page = permalink_page(Turn(question=f"q {XSS}", answer=answer), {"x#1": paper}, 0.0)
+    assert "<script" not in page and "<img" not in page and "<b>" not in page and "javascript:" not in page
+    assert "&lt;script&gt;" in page and "References" in page and 'value="1"' in page
+    assert "Answer not found" in permalink_page(None, {})
+    assert permalink_html(None) == "" and 'href="answer/a&amp;b"' in permalink_html("a&b")
+    messages = conversation_messages([Turn(question="q <i>", answer=answer)], ["tok"])
+    assert messages[0] == {"role": "user", "content": "q &lt;i&gt;"}
+    assert messages[1]["content"] == answer_message(answer, 1) + permalink_html("tok")

@@ -1,8 +1,9 @@
 """The Gradio chat: a thin surface over `Engine` (no retrieval, grounding or prompting logic here).
 
-One module per panel — `chat` (the conversation), `sources` (the cited papers), `collection` (browse,
-search, upload) and `map` (topics in 2-D) — over `render` (pure HTML/Markdown rendering, tested directly)
-and `base` (the collection as the page shows it); `app` puts the page together and serves it.
+One module per panel — `chat` (the conversation), `history` (saved conversations), `sources` (the cited
+papers), `collection` (browse, search, upload) and `map` (topics in 2-D) — over `render` (pure HTML/Markdown
+rendering, tested directly) and `base` (the collection as the page shows it); `app` puts the page together and
+serves it (with the read-only answer permalinks, /answer/<token>).
 """
 
 from __future__ import annotations
