@@ -29,7 +29,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rag_bot.errors import EmptyQuestionError, NoIndexError, StoreError
-from rag_bot.types import Answer, Citation, Mode, Turn
+from rag_bot.types import Answer, Citation, Filters, Mode, Turn
 
 log = logging.getLogger(__name__)
 
@@ -230,6 +230,23 @@ def _check_auth(request: Request, key: str | None) -> None:
                        code="invalid_api_key")
 
 
+def request_filters(body: dict[str, Any]) -> Filters | None:
+    """The filters of a request's `rag_bot` extension field: {"filters": {"venue", "year", "author", "source"}}."""
+    extension = body.get("rag_bot") or {}
+    raw = extension.get("filters") if isinstance(extension, dict) else None
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not all(isinstance(v, str | int) or v is None for v in raw.values()):
+        raise APIError(400, "rag_bot.filters must be an object of venue, year, author and source", param="rag_bot")
+    unknown = set(raw) - {"venue", "year", "author", "source"}
+    if unknown:
+        raise APIError(400, f"unknown filter(s): {', '.join(sorted(unknown))}", param="rag_bot")
+    try:
+        return Filters.parse(**{k: None if v is None else str(v) for k, v in raw.items()})
+    except ValueError as exc:
+        raise APIError(400, str(exc), param="rag_bot") from None
+
+
 def v1_app(engine: Any, api_key: str | None = None) -> FastAPI:
     """The `/v1` routes as an app of their own (mounted at /v1 by `create_api` and `mount_api`); the bearer key is
     `api_key`, else the RAG_BOT_API_KEY setting (none: no auth)."""
@@ -282,13 +299,14 @@ def v1_app(engine: Any, api_key: str | None = None) -> FastAPI:
         if "messages" not in body:
             raise APIError(400, "'messages' is required", code="missing_required_parameter", param="messages")
         question, history = conversation(body["messages"], mode)
+        filters = request_filters(body)
         if not body.get("stream"):
             try:
-                answer = await run_in_threadpool(engine.ask, question, mode, history)
+                answer = await run_in_threadpool(engine.ask, question, mode, history, None, filters)
             except Exception as exc:
                 raise _error_of(exc) from exc
             return JSONResponse(completion(answer, model))
-        events = engine.stream(question, mode=mode, history=history)
+        events = engine.stream(question, mode=mode, history=history, filters=filters)
         try:  # the first step retrieves: its errors (empty question, no index) still get a status code
             first = await run_in_threadpool(next, events, None)
         except Exception as exc:

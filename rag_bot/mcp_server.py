@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from rag_bot.errors import EmptyQuestionError, NoIndexError, StoreError
 from rag_bot.text import clean_markup
-from rag_bot.types import Citation, Paper
+from rag_bot.types import Citation, Filters
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +26,7 @@ INSTRUCTIONS = (
     "rag-bot answers questions about a collection of research-paper abstracts, with numbered citations. "
     "Use search_papers to find papers (ids, titles, scores), ask for a cited answer, get_paper for an abstract."
 )
-FILTER_POOL = 100  # papers ranked before the post-filters of search_papers are applied
+MAX_RESULTS = 100  # most papers search_papers returns
 
 
 class PaperHit(BaseModel):
@@ -76,13 +76,6 @@ class PaperDetail(BaseModel):
     links: list[str] = Field(default_factory=list)
 
 
-def _matches(paper: Paper, venue: str | None, year: int | None, author: str | None) -> bool:
-    if venue and venue.casefold() not in (paper.venue or "").casefold():
-        return False
-    if year is not None and paper.year != year:
-        return False
-    return not author or any(author.casefold() in name.casefold() for name in paper.authors)
-
 
 def _tool_error(exc: Exception) -> ToolError:
     if isinstance(exc, EmptyQuestionError):
@@ -98,25 +91,26 @@ def build_mcp(engine: Any) -> MCPServer:
 
     @server.tool(
         description="Rank the collection's papers for a question (hybrid dense + BM25 retrieval), best first: "
-        "doc_id, title, score, venue, year. The filters venue (substring), year (exact) and author (substring of "
-        "an author's name) are applied after ranking, to the best 100 papers, so a filtered search can return "
-        "fewer than top_k papers."
+        "doc_id, title, score, venue, year. Filters, applied inside the search: venue (part of the name, any case), "
+        "year (2026, or a range 2024-2026), author (part of an author's name), source (part of the file name)."
     )
-    def search_papers(question: str, venue: str | None = None, year: int | None = None, author: str | None = None,
-                      top_k: int = 10) -> SearchResult:
+    def search_papers(question: str, venue: str | None = None, year: str | None = None, author: str | None = None,
+                      source: str | None = None, top_k: int = 10) -> SearchResult:
         from rag_bot.engine import clean_question
 
         question = clean_question(question)
         if not question:
             raise ToolError("the question is empty")
-        top_k = max(1, min(int(top_k), FILTER_POOL))
-        filtered = bool(venue or year is not None or author)
+        top_k = max(1, min(int(top_k), MAX_RESULTS))
+        try:
+            filters = Filters.parse(venue=venue, year=year, author=author, source=source)
+        except ValueError as exc:
+            raise ToolError(str(exc)) from None
         try:
             engine.require_index()
-            ranked = engine.retriever.retrieve_papers(question, top_k=FILTER_POOL if filtered else top_k)
+            hits = engine.retriever.retrieve_papers(question, top_k=top_k, filters=filters)
         except Exception as exc:
             raise _tool_error(exc) from exc
-        hits = [s for s in ranked if _matches(s.paper, venue, year, author)][:top_k]
         return SearchResult(question=question, papers=[
             PaperHit(rank=i, doc_id=s.paper.doc_id, title=s.paper.title, score=round(s.score, 6),
                      similarity=round(s.similarity, 4), venue=s.paper.venue, year=s.paper.year,
@@ -130,11 +124,16 @@ def build_mcp(engine: Any) -> MCPServer:
         "question), ask, summary (of the papers on a topic) or compare. grounded is false when the collection "
         "does not cover the question (the answer then says so instead of guessing)."
     )
-    def ask(question: str, mode: Literal["auto", "ask", "summary", "compare"] = "auto") -> AskResult:
+    def ask(question: str, mode: Literal["auto", "ask", "summary", "compare"] = "auto", venue: str | None = None,
+            year: str | None = None, author: str | None = None, source: str | None = None) -> AskResult:
         from rag_bot.api import references
 
         try:
-            answer = engine.ask(question, mode=None if mode == "auto" else mode)
+            filters = Filters.parse(venue=venue, year=year, author=author, source=source)
+        except ValueError as exc:
+            raise ToolError(str(exc)) from None
+        try:
+            answer = engine.ask(question, mode=None if mode == "auto" else mode, filters=filters)
         except Exception as exc:
             raise _tool_error(exc) from exc
         return AskResult(question=answer.question, mode=answer.mode, answer=answer.answer + references(answer),

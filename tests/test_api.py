@@ -173,3 +173,19 @@ def test_rag_bot_api_serves_alone(seed_storage: Path):
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_filters_travel_in_the_rag_bot_extension(client):
+    matching = client.chat.completions.create(
+        model="rag-bot", messages=[{"role": "user", "content": QUESTION}],
+        extra_body={"rag_bot": {"filters": {"venue": "icml", "year": "2026"}}})
+    assert "Searched only the papers matching venue icml, year 2026" in (matching.choices[0].message.content or "")
+    assert matching.model_extra["rag_bot"]["grounded"]
+    nothing = client.chat.completions.create(
+        model="rag-bot", messages=[{"role": "user", "content": QUESTION}],
+        extra_body={"rag_bot": {"filters": {"year": "1990-1999"}}})
+    assert not nothing.model_extra["rag_bot"]["grounded"] and not nothing.model_extra["rag_bot"]["citations"]
+    with pytest.raises(openai.BadRequestError) as bad:
+        client.chat.completions.create(model="rag-bot", messages=[{"role": "user", "content": QUESTION}],
+                                       extra_body={"rag_bot": {"filters": {"colour": "red"}}})
+    assert "unknown filter" in _error(bad.value)["message"]

@@ -37,7 +37,10 @@ async def _session_calls(storage: Path) -> dict[str, Any]:
         out["search"] = _structured(await session.call_tool("search_papers", {
             "question": "steering LLMs with correlated sparse autoencoder features", "top_k": 5}))
         out["search_filtered"] = _structured(await session.call_tool("search_papers", {
-            "question": "steering LLMs with correlated sparse autoencoder features", "year": 1900}))
+            "question": "steering LLMs with correlated sparse autoencoder features", "year": "1900"}))
+        out["search_icml"] = _structured(await session.call_tool("search_papers", {
+            "question": "steering LLMs with correlated sparse autoencoder features", "venue": "icml",
+            "year": "2025-2026", "top_k": 3}))
         out["ask"] = _structured(await session.call_tool("ask", {
             "question": "which paper steers LLMs using correlated sparse autoencoder features?"}))
         out["summary"] = _structured(await session.call_tool("ask", {
@@ -53,8 +56,7 @@ def test_mcp_tools_over_stdio(seed_storage: Path):
     calls = asyncio.run(asyncio.wait_for(_session_calls(seed_storage), timeout=240))
 
     assert set(calls["tools"]) == {"search_papers", "ask", "get_paper"}
-    assert "post-filter" in calls["tools"]["search_papers"].description or "after ranking" in \
-        calls["tools"]["search_papers"].description
+    assert "inside the search" in calls["tools"]["search_papers"].description
 
     papers = calls["search"]["papers"]
     assert 1 <= len(papers) <= 5
@@ -62,6 +64,8 @@ def test_mcp_tools_over_stdio(seed_storage: Path):
     assert all({"doc_id", "title", "score", "venue", "year"} <= set(p) for p in papers)
     assert [p["score"] for p in papers] == sorted((p["score"] for p in papers), reverse=True)
     assert calls["search_filtered"]["papers"] == []  # no seed paper is from 1900
+    assert [p["doc_id"] for p in calls["search_icml"]["papers"]] == [p["doc_id"] for p in papers[:3]]
+    assert {p["venue"] for p in calls["search_icml"]["papers"]} == {"ICML"}
 
     ask = calls["ask"]
     assert ask["grounded"] and ask["mode"] == "ask"

@@ -340,7 +340,7 @@ def test_each_mode_from_the_radio(client, mode, question, expect):
 
 
 def test_number_of_papers_limits_a_summary(client):
-    _, few, _ = chat(client, "Summarize the work on LLM inference", "Summarize an area", papers=2)
+    _, few, _ = chat(client, "Summarize the work on large language models", "Summarize an area", papers=2)
     assert 'id="src-1-2"' in few and 'id="src-1-3"' not in few
 
 
