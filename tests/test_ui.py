@@ -631,7 +631,7 @@ def test_saved_conversations_are_per_user_in_the_chat(engine, tmp_path) -> None:
         sources.render()
     ann = SimpleNamespace(username="ann", session_hash="a")
     bob = SimpleNamespace(username="bob", session_hash="b")
-    last = list(chat.respond("what does CorrSteer gain on HarmBench?", [], [], "Auto", 6, None, ann))[-1]
+    last = list(chat.respond("what does CorrSteer gain on HarmBench?", [], [], "Auto", 6, conversation=None, request=ann))[-1]
     conversation = last[shared.conversation]
     assert conversation and 'class="permalink" href="answer/' in last[chat.chatbot][-1]["content"]
 
@@ -652,13 +652,13 @@ def test_saved_conversations_are_per_user_in_the_chat(engine, tmp_path) -> None:
     (tmp_path / "broken" / FILE_NAME).write_bytes(b"garbage" * 100)
     library.conversations = Conversations(tmp_path / "broken")
     with pytest.warns(UserWarning, match=UNSAVED[:30]):
-        first = list(chat.respond("what does CorrSteer gain on HarmBench?", [], [], "Auto", 6, None, ann))[-1]
+        first = list(chat.respond("what does CorrSteer gain on HarmBench?", [], [], "Auto", 6, conversation=None, request=ann))[-1]
     assert first[shared.conversation] is None and "27.1" in first[chat.chatbot][-1]["content"]
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        list(chat.respond("and SARSteer?", first[chat.chatbot], first[shared.turns], "Auto", 6, None, ann))
+        list(chat.respond("and SARSteer?", first[chat.chatbot], first[shared.turns], "Auto", 6, conversation=None, request=ann))
 
 
 def test_permalink_page_and_saved_messages_escape_everything() -> None:
@@ -674,3 +674,14 @@ def test_permalink_page_and_saved_messages_escape_everything() -> None:
     messages = conversation_messages([Turn(question="q <i>", answer=answer)], ["tok"])
     assert messages[0] == {"role": "user", "content": "q &lt;i&gt;"}
     assert messages[1]["content"] == answer_message(answer, 1) + permalink_html("tok")
+
+
+@pytest.mark.slow
+def test_the_chat_and_ask_api_take_filters(client):
+    icml = client.predict("What does CorrSteer do?", "Auto", 0, "ICML", "2026", "", "", api_name="/ask")
+    assert icml["grounded"] and icml["filters"]["venue"] == "ICML"
+    assert icml["answer"].startswith("_Searched only the papers matching venue ICML, year 2026")
+    nothing = client.predict("What does CorrSteer do?", "Auto", 0, "", "1990", "", "", api_name="/ask")
+    assert not nothing["grounded"] and "No paper in the collection matches year 1990" in nothing["answer"]
+    messages, *_ = client.predict("What does CorrSteer do?", [], "Auto", 6, "", "2030", "", "", api_name="/chat")
+    assert "No paper in the collection matches year 2030" in str(messages[-1])

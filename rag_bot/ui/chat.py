@@ -19,7 +19,7 @@ import gradio as gr
 from rag_bot.conversations import SavedTurn
 from rag_bot.errors import EmptyQuestionError, NoIndexError
 from rag_bot.text import mask_credentials
-from rag_bot.types import Answer, Turn
+from rag_bot.types import Answer, Filters, Turn
 from rag_bot.ui.base import Library, Shared, owner_of
 from rag_bot.ui.render import (
     MODES,
@@ -78,6 +78,18 @@ def check_papers(value: Any) -> int | None:
     return min(int(number), MAX_PAPERS) if number >= 1 else None
 
 
+def check_filters(venue: Any, year: Any, author: Any, source: Any) -> Filters | None:
+    """The chat's filter controls as `Filters` (None when all are empty); a gr.Error says what is wrong."""
+    def text(value: Any) -> str | None:
+        return value.strip() or None if isinstance(value, str) else None
+
+    try:
+        return Filters.parse(venue=text(venue), year=text(year) if not isinstance(year, int) else year,
+                             author=text(author), source=text(source))
+    except ValueError as exc:
+        raise gr.Error(str(exc)) from None
+
+
 class ChatPanel:
     """Questions in, streamed cited answers out; the sources panel and the status line follow each answer."""
 
@@ -106,6 +118,15 @@ class ChatPanel:
             self.mode = gr.Radio(list(MODES), value="Auto", label="Mode", elem_id="mode", scale=3)
             self.n_papers = gr.Slider(1, 10, value=settings.answer_papers, step=1,
                                       label="Papers to use", elem_id="papers", scale=2)
+        papers = self.library.papers.values()
+        with gr.Accordion("Filters", open=False, elem_id="filters"):
+            with gr.Row():
+                self.venue = gr.Dropdown(["", *sorted({p.venue for p in papers if p.venue})], value="",
+                                         label="Venue", elem_id="filter-venue", allow_custom_value=True)
+                self.year = gr.Textbox(label="Year or range", placeholder="2026, 2024-2026", elem_id="filter-year")
+                self.author = gr.Textbox(label="Author (part of a name)", elem_id="filter-author")
+                self.source = gr.Dropdown(["", *sorted({p.source for p in papers})], value="", label="Source file",
+                                          elem_id="filter-source", allow_custom_value=True)
         with gr.Row():
             self.new = gr.Button("New chat", size="sm", elem_id="new-chat")
             self.copy = gr.Button("Copy answer", size="sm", elem_id="copy")
@@ -120,7 +141,8 @@ class ChatPanel:
         # The conversation id is a State: the API neither takes nor returns it.
         outputs = [self.chatbot, self.question, self.sources.html, self.shared.turns, self.shared.status,
                    self.export, self.last_answer, self.shared.conversation]
-        inputs = [self.question, self.chatbot, self.shared.turns, self.mode, self.n_papers, self.shared.conversation]
+        inputs = [self.question, self.chatbot, self.shared.turns, self.mode, self.n_papers, self.venue, self.year,
+                  self.author, self.source, self.shared.conversation]
         answered = [
             self.send.click(self.respond, inputs, outputs, api_name="chat"),
             self.question.submit(self.respond, inputs, outputs, api_visibility="private"),
@@ -135,6 +157,7 @@ class ChatPanel:
 
     def respond(
         self, message: str, messages: list[Any], turns: list[Turn], mode: str, n_papers: float,
+        venue: str | None = None, year: str | None = None, author: str | None = None, source: str | None = None,
         conversation: str | None = None, request: gr.Request | None = None,
     ) -> Iterator[dict[Any, Any]]:
         """Stream the answer into the chat, then save the turn, show its sources and update the status and
@@ -142,6 +165,7 @@ class ChatPanel:
         try:
             question = check_question(message or "")
             max_papers = check_papers(n_papers)
+            filters = check_filters(venue, year, author, source)
         except gr.Error as exc:
             gr.Warning(exc.message)
             yield {self.chatbot: gr.skip()}
@@ -157,7 +181,8 @@ class ChatPanel:
         answer: Answer | None = None
         shown = 0.0
         try:
-            stream = self.engine.stream(question, mode=chosen_mode(mode), history=list(turns), max_papers=max_papers)
+            stream = self.engine.stream(question, mode=chosen_mode(mode), history=list(turns), max_papers=max_papers,
+                                        filters=filters)
             for event in stream:
                 if isinstance(event, Answer):
                     answer = event
@@ -260,14 +285,17 @@ class ChatPanel:
     def ask_api(self) -> Any:
         library = self.library
 
-        def ask(question: str, mode: str = "Auto", papers: int = 0) -> dict[str, Any]:
+        def ask(question: str, mode: str = "Auto", papers: int = 0, venue: str = "", year: str = "",
+                author: str = "", source: str = "") -> dict[str, Any]:
             """The JSON contract of `rag-bot ask --json` for one question (mode: Auto, Ask, Summarize an area,
-            Compare, or ask/summary/compare; anything else: Auto)."""
+            Compare, or ask/summary/compare; anything else: Auto), optionally limited by venue, year (2026 or
+            2024-2026), author and source."""
             text = check_question(question)
+            filters = check_filters(venue, year, author, source)
             max_papers = check_papers(papers)
             try:
                 answer = library.engine.ask(text, mode=chosen_mode(mode if isinstance(mode, str) else None),
-                                            max_papers=max_papers)
+                                            max_papers=max_papers, filters=filters)
             except (EmptyQuestionError, NoIndexError) as exc:
                 raise gr.Error(mask_credentials(str(exc))) from None
             except Exception as exc:  # the caller gets one line; the log has the traceback
