@@ -22,7 +22,7 @@ from llama_index.core.response_synthesizers.base import BaseSynthesizer
 from llama_index.core.schema import NodeWithScore
 
 from rag_bot.citations import support_scores
-from rag_bot.nodes import PaperQuery, marked_sources, scored_paper
+from rag_bot.nodes import PaperQuery, marked_sources, missing_note, scored_paper
 from rag_bot.sentences import SentenceIndex
 from rag_bot.settings import Settings
 from rag_bot.text import clean_markup, split_sentences, topic_query
@@ -235,6 +235,9 @@ class PaperSynthesizer(BaseSynthesizer):
         answer: Answer | None = None
         if query.filter_note:  # the answer says which filter it used, first
             yield from word_deltas(f"_{query.filter_note}_\n\n")
+        missing = missing_note(nodes)
+        if missing:  # then what the collection lacks of the question
+            yield from word_deltas(f"{missing}\n\n")
         if not sources:
             answer = decline(query.question, query.mode, ranked, query.filters)
             yield from word_deltas(answer.answer)
@@ -248,6 +251,8 @@ class PaperSynthesizer(BaseSynthesizer):
             raise WriterUnavailable("the writer ended without an answer")
         if answer.citations:
             self._check_support(answer, sources)
+        if missing:
+            answer.answer = f"{missing}\n\n{answer.answer}"
         if query.filter_note:
             answer.answer = f"_{query.filter_note}_\n\n{answer.answer}"
         answer.filters = query.filters

@@ -10,16 +10,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from pydantic import ConfigDict
 
-from rag_bot.nodes import SOURCE_RANK, PaperQuery, scored_paper
+from rag_bot.nodes import MISSING, SOURCE_RANK, PaperQuery, scored_paper
 from rag_bot.sentences import SentenceIndex
 from rag_bot.settings import Settings
-from rag_bot.text import topic_query
+from rag_bot.text import question_concepts, topic_query, word_stems
 from rag_bot.types import Mode, Paper, ScoredPaper
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,7 @@ class Grounding:
     grounded: bool
     evidence: float
     sources: list[ScoredPaper] = field(default_factory=list)
+    missing: str = ""  # what the collection lacks of the question ("No paper in the collection combines X with Y")
 
 
 def evidence_score(
@@ -148,6 +150,7 @@ def ground(
     settings: Settings,
     max_papers: int | None = None,
     topic_vector: np.ndarray | None = None,
+    topic: str = "",
 ) -> Grounding:
     """The grounding decision: a paper the question names, or evidence over the calibrated threshold, and at
     least one paper close enough to cite (with `topic_vector`, areas are chosen paper by paper)."""
@@ -158,7 +161,51 @@ def ground(
         return Grounding(grounded=False, evidence=evidence)
     sources = select_sources(papers, mode, settings, max_papers, topic_vector,
                              sentence_vectors if topic_vector is not None else None)
-    return Grounding(grounded=bool(sources), evidence=evidence, sources=sources)
+    missing = ""
+    if topic and sources and mode != "compare" and not any(p.named for p in papers):
+        missing, sources = missing_combination(topic, sources, papers)
+    return Grounding(grounded=bool(sources), evidence=evidence, sources=sources, missing=missing)
+
+
+@lru_cache(maxsize=8192)
+def _paper_stems(doc_id: str, text: str) -> frozenset[str]:
+    return frozenset(word_stems(text))
+
+
+def covers(paper: Paper, stems: set[str]) -> bool:
+    """Whether a paper holds a concept: all of its distinctive stems (two thirds of them when it has three or
+    more)."""
+    have = _paper_stems(paper.doc_id, f"{paper.title} {paper.text}")
+    need = len(stems) if len(stems) <= 2 else -(-2 * len(stems) // 3)
+    return len(stems & have) >= need
+
+
+def missing_combination(
+    topic: str, sources: Sequence[ScoredPaper], ranked: Sequence[ScoredPaper]
+) -> tuple[str, list[ScoredPaper]]:
+    """For a question that joins concepts ("X for Y") no source holds together: the sentence saying so, and the
+    sources completed with the best-ranked paper of each concept they lack (no source at all when the collection
+    holds none of the question's distinctive concepts). ("", sources) when nothing is missing."""
+    concepts = question_concepts(topic)
+    if len(concepts) < 2 or any(all(covers(p.paper, stems) for _, stems, _ in concepts) for p in sources):
+        return "", list(sources)
+    chosen = list(sources)
+    for _, stems, _ in concepts:
+        if not any(covers(p.paper, stems) for p in chosen):
+            # The concept's own words are the evidence here: a paper holding them is cited for that part.
+            extra = next((p for p in ranked if covers(p.paper, stems)), None)
+            if extra is not None:
+                chosen.append(extra)
+    held = [(name, general) for name, stems, general in concepts if any(covers(p.paper, stems) for p in chosen)]
+    lacking = [name for name, _, _ in concepts if name not in {n for n, _ in held}]
+    if lacking and all(general for _, general in held):
+        # Only general words ("large language models") are held: nothing covers what the question is about.
+        return f"No paper in the collection covers {' or '.join(lacking)}.", []
+    if lacking:
+        return (f"No paper in the collection covers {' or '.join(lacking)}; the papers below are about "
+                f"{' and '.join(n for n, _ in held)} only.", chosen)
+    return (f"No paper in the collection combines {concepts[0][0]} with "
+            f"{' and '.join(name for name, _, _ in concepts[1:])}; the papers below cover one or the other.", chosen)
 
 
 class GroundingPostprocessor(BaseNodePostprocessor):
@@ -178,7 +225,7 @@ class GroundingPostprocessor(BaseNodePostprocessor):
         for a mode, is what evidence and relevance are measured against)."""
         topic_vector = self.sentences.query_vector(topic_query(query.question))
         return ground(topic_vector, papers, query.mode, lambda paper: self.sentences.of(paper)[1], self.settings,
-                      query.max_papers, topic_vector=topic_vector)
+                      query.max_papers, topic_vector=topic_vector, topic=topic_query(query.question))
 
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
@@ -191,4 +238,5 @@ class GroundingPostprocessor(BaseNodePostprocessor):
         rank = {p.paper.doc_id: i for i, p in enumerate(decision.sources)}
         for node in nodes:
             node.node.metadata[SOURCE_RANK] = rank.get(node.node.node_id)
+            node.node.metadata[MISSING] = decision.missing
         return nodes

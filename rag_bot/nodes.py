@@ -17,6 +17,7 @@ from rag_bot.types import Filters, Mode, ScoredPaper
 # Node metadata keys (the paper itself rides along under PAPER; none of it is embedded or shown to a model).
 PAPER = "paper"
 SOURCE_RANK = "source_rank"
+MISSING = "missing"  # what the collection lacks of the question, as grounding found it (same on every node)
 _SCORES = ("similarity", "named", "coverage")
 
 
@@ -37,7 +38,7 @@ class PaperQuery(QueryBundle):
 
 def paper_node(scored: ScoredPaper) -> NodeWithScore:
     """A ranked paper as a llama-index node (score = the fused ranking score)."""
-    keys = [PAPER, *_SCORES]
+    keys = [PAPER, SOURCE_RANK, MISSING, *_SCORES]
     node = TextNode(
         id_=scored.paper.doc_id,
         text=scored.paper.text,
@@ -52,6 +53,11 @@ def scored_paper(node: NodeWithScore) -> ScoredPaper:
     """The `ScoredPaper` a node was made from."""
     meta = node.node.metadata
     return ScoredPaper(paper=meta[PAPER], score=node.score or 0.0, **{k: meta[k] for k in _SCORES})
+
+
+def missing_note(nodes: Sequence[NodeWithScore]) -> str:
+    """What grounding found missing from the collection for this question ("" when nothing)."""
+    return str(nodes[0].node.metadata.get(MISSING) or "") if nodes else ""
 
 
 def marked_sources(nodes: Sequence[NodeWithScore]) -> list[ScoredPaper]:

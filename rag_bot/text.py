@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
+from typing import Any
 
 _LATEX_SYMBOLS = {
     "times": "×", "approx": "≈", "sim": "~", "leq": "≤", "le": "≤", "geq": "≥", "ge": "≥",
@@ -226,3 +228,53 @@ _CREDENTIALS = re.compile(r"(?<=://)[^/@\s]+@")
 def mask_credentials(text: str) -> str:
     """Text with the `user:password@` of any URL in it replaced by `***@`, safe to show or log."""
     return _CREDENTIALS.sub("***@", text)
+
+
+# --- the concepts of a question ------------------------------------------------------------------------
+# Where a question joins two concepts ("sparse autoencoders for vision transformers"); "and"/"of" are left alone:
+# they join parts of one concept more often than two ("inference and serving", "cost of the KV cache").
+_CONCEPT_JOINS = re.compile(r"\s+(?:for|in|with|using|via|applied to|on)\s+", re.IGNORECASE)
+# Words too general to tell a concept apart: every abstract of the field has them.
+_GENERAL = set(
+    "model models large language llm llms learning method methods approach approaches based using use new "
+    "paper papers work study studies task tasks data neural network networks deep system systems framework "
+    "frameworks performance results efficient effective improve improving make making cheaper better what does "
+    "do which how who why when where gain gains say says".split()
+)
+_WORD_RE = re.compile(r"(?u)\b\w\w+\b")
+CONCEPT_TOPIC_WORDS = 10  # longer topics are not split into concepts
+CONCEPT_WORDS = 4  # a concept is a short noun phrase
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+def word_stems(text: str) -> list[str]:
+    """The stemmed words of a text, as BM25 sees them (English Snowball stems, stop words removed)."""
+    import bm25s
+
+    return list(bm25s.tokenize([text], stopwords="en", stemmer=_stemmer(), show_progress=False,
+                               return_ids=False)[0])
+
+
+def question_concepts(topic: str) -> list[tuple[str, set[str], bool]]:
+    """The concepts a question's topic joins, each with its distinctive stems and whether it is made of general
+    words only: "speculative decoding for speech recognition" -> [("speculative decoding", {specul, decod}, False),
+    ("speech recognition", {speech, recognit}, False)]."""
+    topic = topic.strip(" ?.!")
+    if len(topic.split()) > CONCEPT_TOPIC_WORDS:
+        return []  # a long question describes one need in many words; it is not a join of short concepts
+    concepts = []
+    for part in _CONCEPT_JOINS.split(topic):
+        words = _WORD_RE.findall(part.lower())
+        distinctive = [w for w in words if w not in _GENERAL]
+        # A part of general words only ("large language models") is still a concept: the one a paper must combine.
+        stems = set(word_stems(" ".join(distinctive or words))) if words else set()
+        phrase = re.sub(r"^(?:the|a|an|what does|which papers use)\s+", "", part.strip(), flags=re.IGNORECASE)
+        if stems and phrase and len(phrase.split()) <= CONCEPT_WORDS:
+            concepts.append((phrase, stems, not distinctive))
+    return concepts

@@ -331,3 +331,25 @@ def test_a_comparison_by_topic_with_one_paper_on_it_says_so(ask):
     answer = ask("How do the mesh generation papers differ?", None)
     assert answer.mode == "compare" and len(answer.citations) == 1
     assert answer.answer.startswith("Only one paper in the collection is on this")
+
+
+@pytest.mark.parametrize("question, opening, grounded", [
+    ("Summarize the work on sparse autoencoders for vision transformers.",
+     "No paper in the collection combines sparse autoencoders with vision transformers", True),
+    ("What does the collection say about speculative decoding for speech recognition?",
+     "No paper in the collection covers speech recognition; the papers below are about speculative decoding", True),
+    ("Which papers use large language models for protein design?",
+     "No paper in the collection covers protein design.", False),
+])
+def test_what_the_collection_lacks_of_a_question_is_said_first(ask, question, opening, grounded):
+    answer = ask(question, None)
+    assert answer.answer.startswith(opening) and answer.grounded is grounded
+
+
+def test_no_dev_question_is_told_that_something_is_missing(engine):
+    from rag_bot.evaluate import DEFAULT_SET, load_questions
+
+    for q in load_questions(DEFAULT_SET):
+        if q.kind != "unanswerable":
+            grounding = engine.ground(q.question, q.mode if q.kind in ("summary", "compare") else None)
+            assert not grounding.missing, (q.id, grounding.missing)

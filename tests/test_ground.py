@@ -114,3 +114,25 @@ def test_an_area_takes_every_paper_on_topic_and_no_filler():
     for p in many:
         p.coverage = 1.0
     assert len(on_topic(many, QUESTION, sentences_like(0.7), SETTINGS, limit=40)) == 40
+
+
+def test_a_join_of_concepts_no_paper_holds_is_said_first():
+    from rag_bot.ground import missing_combination
+
+    def paper(doc_id: str, text: str) -> ScoredPaper:
+        return ScoredPaper(paper=Paper(doc_id=doc_id, title=doc_id, text=text, source="s"), score=1.0, similarity=0.5)
+
+    sae = paper("sae", "We train sparse autoencoders on language model activations.")
+    vit = paper("vit", "We prune vision transformers for image classification.")
+    both = paper("both", "We train sparse autoencoders on vision transformers.")
+    note, chosen = missing_combination("sparse autoencoders for vision transformers", [sae], [sae, vit])
+    assert note.startswith("No paper in the collection combines sparse autoencoders with vision transformers")
+    assert [p.paper.doc_id for p in chosen] == ["sae", "vit"], "each part gets the paper that covers it"
+    assert missing_combination("sparse autoencoders for vision transformers", [both], [both, sae]) == ("", [both])
+    note, chosen = missing_combination("speculative decoding for speech recognition", [sae],
+                                       [sae, paper("sd", "Speculative decoding drafts tokens.")])
+    assert note.startswith("No paper in the collection covers speech recognition") and len(chosen) == 2
+    note, chosen = missing_combination("large language models for protein design", [sae],
+                                       [paper("llm", "Large language models are trained on text.")])
+    assert note == "No paper in the collection covers protein design." and chosen == []
+    assert missing_combination("a long question " * 5 + "for protein design", [sae], [sae]) == ("", [sae])
