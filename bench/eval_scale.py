@@ -1,0 +1,85 @@
+"""Quality at size: the dev set and the partial-question set over the seeds mixed with real distractors.
+
+    python bench/eval_scale.py 3000 [22000]      # needs storage/bench-<size> (bench/collections.py builds it)
+
+Writes docs/eval_scale.md: the dev-set metrics (R@5, MRR@10, refusal accuracy, false refusals, summary/compare
+recall, topic precision against the dev labels, citation integrity) for the seeds alone and each size, in one run,
+and for the partial questions (tests/data/partial_questions.jsonl) the share of answers that state what the
+collection lacks (and of control questions that wrongly do). Topic precision here counts a cited distractor as off
+topic; real distractors can be on topic, so it is a lower bound: the cited distractors are listed for review.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PARTIAL = ROOT / "tests" / "data" / "partial_questions.jsonl"
+KEYS = ("R@1", "R@5", "MRR@10", "refusal accuracy", "false refusals", "summary/compare recall", "topic precision",
+        "citation integrity", "latency p50 ms", "latency p95 ms")
+
+
+def partial_scores(engine) -> dict[str, object]:
+    """Share of partial questions whose answer says what is missing, and of controls that wrongly do."""
+    said, wrong, rows = [], [], []
+    for line in PARTIAL.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        q = json.loads(line)
+        answer = engine.ask(q["question"])
+        states = answer.answer.split("\n")[0].startswith("No paper in the collection")
+        (said if q["missing"] else wrong).append(states)
+        rows.append({"id": q["id"], "states_missing": states, "grounded": answer.grounded,
+                     "cited": [c.title for c in answer.citations][:4]})
+    return {"partial stated": round(sum(said) / len(said), 3), "controls wrongly stated": round(sum(wrong) / len(wrong), 3),
+            "rows": rows}
+
+
+def main() -> int:
+    """Evaluate the seeds and each benchmark size; write docs/eval_scale.md."""
+    from rag_bot.engine import Engine
+    from rag_bot.evaluate import DEFAULT_SET, evaluate, load_questions
+    from rag_bot.settings import Settings
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("sizes", nargs="*", type=int, default=[3000])
+    args = parser.parse_args()
+    questions = load_questions(DEFAULT_SET)
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        seeds = Engine(Settings(storage=Path(tmp)))
+        seeds.ingest([ROOT / "seeds"])
+        results.append(("38 (seeds)", evaluate(seeds, questions), partial_scores(seeds)))
+        for size in args.sizes:
+            store = ROOT / "storage" / f"bench-{size}"  # built by bench/collections.py
+            if not (store / "chroma.sqlite3").exists():
+                print(f"skipped {size}: {store} not built (python bench/collections.py {size})", file=sys.stderr)
+                continue
+            engine = Engine(Settings(storage=store))
+            results.append((f"{engine.index.count()}", evaluate(engine, questions), partial_scores(engine)))
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
+    lines = [f"# Quality at size\n\nDev set (`tests/data/dev_questions.jsonl`) and partial questions "
+             f"(`tests/data/partial_questions.jsonl`), commit `{commit}`, one run (`python bench/eval_scale.py`).",
+             "", "| papers | " + " | ".join(KEYS) + " | partial questions stating the gap | controls wrongly |",
+             "|---" * (len(KEYS) + 3) + "|"]
+    for label, metrics, partial in results:
+        lines.append(f"| {label} | " + " | ".join(str(metrics.get(k)) for k in KEYS)
+                     + f" | {partial['partial stated']} | {partial['controls wrongly stated']} |")
+    for label, _, partial in results[1:]:
+        lines += ["", f"Partial questions at {label} papers:", ""]
+        lines += [f"- {r['id']}: {'states the gap' if r['states_missing'] else 'no statement'}; "
+                  f"grounded {r['grounded']}; cites {', '.join(r['cited']) or 'nothing'}" for r in partial["rows"]]
+    text = "\n".join(lines) + "\n"
+    (ROOT / "docs" / "eval_scale.md").write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
