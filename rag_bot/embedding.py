@@ -20,6 +20,10 @@ log = logging.getLogger(__name__)
 
 MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8"
 DIMENSIONS = 384
+# Word pieces per model call (padding included): 16 abstracts of 256, or 128 sentences of 32. Measured in
+# bench/embed_reference.py; it bounds the onnxruntime arena too.
+TOKEN_BUDGET = 4096
+MAX_BATCH = 128
 
 
 def _package_dir(package: str) -> Path:
@@ -46,11 +50,16 @@ def _load(max_tokens: int) -> tuple[Any, Any]:
 
     model, tokenizer_file = model_files()
     tokenizer = Tokenizer.from_file(str(tokenizer_file))
-    # The shipped tokenizer truncates at 128; MiniLM was trained on up to 256 word pieces.
+    # The shipped tokenizer truncates at 128; MiniLM was trained on up to 256 word pieces. Padding is done by
+    # `embed` per batch (texts are tokenised once, then grouped by length).
     tokenizer.enable_truncation(max_length=max_tokens)
-    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+    tokenizer.no_padding()
     options = ort.SessionOptions()
     options.log_severity_level = 3
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.inter_op_num_threads = 1
+    # Batches are bounded by tokens (TOKEN_BUDGET), so the arena stays small whatever the input size.
     session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
     log.info("embedding model loaded from %s (%d tokens)", model, max_tokens)
     return tokenizer, session
@@ -75,24 +84,44 @@ class MiniLMEmbedding(BaseEmbedding):
         return "MiniLMEmbedding"
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """Embeddings of many texts as an (n, 384) array; sorted by length so batches pad little."""
+        """Embeddings of many texts as an (n, 384) array. Texts are tokenised once, sorted by length and
+        embedded in batches of at most TOKEN_BUDGET padded word pieces, so batches pad little and short texts
+        (sentences, questions) go through in large batches."""
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), self.embed_batch_size):
-            batch = order[start:start + self.embed_batch_size]
-            out[batch] = self._embed_batch([texts[i] for i in batch])
+        if not texts:
+            return out
+        encodings = self._tokenizer.encode_batch(texts)
+        lengths = [len(e.ids) for e in encodings]
+        order = sorted(range(len(texts)), key=lengths.__getitem__)
+        start = 0
+        while start < len(order):
+            # The batch grows while its padded size (count x longest, the last one) stays within budget.
+            end = start + 1
+            while (end < len(order) and end - start < MAX_BATCH
+                   and (end - start + 1) * lengths[order[end]] <= max(TOKEN_BUDGET, lengths[order[end]])):
+                end += 1
+            batch = order[start:end]
+            out[batch] = self._run([encodings[i].ids for i in batch], lengths[order[end - 1]])
+            start = end
         return out
 
-    def _embed_batch(self, texts: list[str]) -> np.ndarray:
-        encodings = self._tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+    def _run(self, rows: list[list[int]], width: int) -> np.ndarray:
+        ids = np.zeros((len(rows), width), dtype=np.int64)
+        mask = np.zeros((len(rows), width), dtype=np.int64)
+        for n, row in enumerate(rows):
+            ids[n, : len(row)] = row
+            mask[n, : len(row)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         hidden = self._session.run(None, feeds)[0]
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return pooled / np.clip(norms, 1e-12, None)
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        """One model call over the given texts (kept for callers that batch themselves)."""
+        encodings = self._tokenizer.encode_batch(texts)
+        return self._run([e.ids for e in encodings], max((len(e.ids) for e in encodings), default=1))
 
     def count_tokens(self, text: str) -> int:
         """Word pieces of a text before truncation."""

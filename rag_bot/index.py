@@ -8,6 +8,11 @@ as the commit marker: an interrupted ingest leaves no paper that looks done but 
 Faults (a full disk, an I/O error, a damaged `chroma.sqlite3`) reach callers as one-line `StoreError`s naming the
 store and the fix; chunks whose paper record is missing (left by a failed write) are removed at the next open or
 ingest, so the previous index keeps serving.
+
+A paper has one embedding pass: its chunks (title + chunk text). Its whole-paper vector is the normalised mean of
+its chunk vectors (docs/benchmarks.md: dev-set and CSFCube quality against a second pass over the abstract, at
+about half the ingest time). The papers collection's metadata carries a generation (changed by every ingest
+that writes) that keys the lexical cache (rag_bot/lexicon.py).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import os
 import shutil
 import sqlite3
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -27,6 +33,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 import chromadb
+import numpy as np
 from chromadb.config import Settings as ChromaSettings
 from chromadb.errors import ChromaError
 from llama_index.core.node_parser import SentenceSplitter
@@ -41,7 +48,13 @@ from rag_bot.types import Paper
 
 log = logging.getLogger(__name__)
 
-BATCH_PAPERS = 32
+# Papers embedded and written together: their chunk texts are length-sorted across the whole batch (little
+# padding) and written in one call per collection; memory stays bounded and an interruption loses one batch.
+BATCH_PAPERS = 256
+# The papers collection's metadata: a generation that changes with every ingest that writes ("writing-..."
+# while it runs), and the paper/chunk totals a finished ingest left (open skips its orphan scan when they hold).
+GENERATION = "rag_bot_generation"
+TOTALS = ("rag_bot_papers", "rag_bot_chunks")
 _READ_BATCH = 2000
 RECOVERY = "run `rag-bot doctor` to check it, or `rag-bot ingest --rebuild` to rebuild it from the sources"
 # What a failing store raises (chromadb's own errors, sqlite's, the file system's); anything else is a bug.
@@ -301,6 +314,26 @@ class PaperIndex:
         """Chunks in the index."""
         return int(self.chunks.count())
 
+    def state(self) -> dict[str, Any]:
+        """What identifies the collection's content, cheaply (no record is read): both collections' ids and
+        counts and the generation of the last ingest that wrote. Keys the lexical cache (rag_bot/lexicon.py)."""
+        try:
+            meta = self.client.get_collection(self.papers.name).metadata or {}
+        except Exception as exc:
+            log.debug("reading the collection metadata failed", exc_info=True)
+            raise store_error(self.settings, "read", exc) from exc
+        return {
+            "papers_id": str(self.papers.id), "chunks_id": str(self.chunks.id),
+            "papers": self.count(), "chunks": self.chunk_count(), "generation": meta.get(GENERATION),
+        }
+
+    def _mark(self, generation: str, totals: bool = False) -> None:
+        """Record a new generation in the papers collection's metadata (with the totals when finished)."""
+        meta: dict[str, Any] = {GENERATION: generation}
+        if totals:
+            meta |= dict(zip(TOTALS, (self.count(), self.chunk_count())))
+        self.papers.modify(metadata=meta)
+
     def chunk_paper_ids(self) -> dict[str, int]:
         """doc_id -> number of stored chunks, read from the chunks' metadata."""
         out: dict[str, int] = {}
@@ -328,6 +361,9 @@ class PaperIndex:
         """At open, cheaply: each paper record knows its chunk count; only when their sum differs from the
         chunks stored are the chunks read and the orphans removed (best effort: a read-only store still serves,
         and the retriever ignores chunks of unknown papers)."""
+        meta = self.papers.metadata or {}
+        if [meta.get(key) for key in TOTALS] == [self.count(), self.chunk_count()]:
+            return  # as the last finished ingest left it: no orphans (and no scan of every record)
         expected = 0
         for batch in self._iter_records(include=["metadatas"]):
             for meta in batch["metadatas"] or []:
@@ -459,7 +495,7 @@ class PaperIndex:
         report = IngestReport()
         stored = self.fingerprints()
         # Chunks of papers that were never committed (a failed or killed ingest; "None": v1 stores, see chunk_nodes).
-        self.remove_orphan_chunks(set(stored))
+        removed = self.remove_orphan_chunks(set(stored))
         todo: list[tuple[Paper, str]] = []
         for paper in papers:
             fingerprint = f"{paper.content_hash}:{self.index_version}"
@@ -473,19 +509,24 @@ class PaperIndex:
                     report.updated += 1
                 else:
                     report.added += 1
+        keep = {p.doc_id for p in papers}
+        gone = [doc_id for doc_id in stored if doc_id not in keep] if prune else []
+        writes = bool(todo or gone or removed)
+        if writes:  # a reader's cache of this collection is stale from the first write on
+            self._mark(f"writing-{uuid.uuid4().hex}")
         for start in range(0, len(todo), BATCH_PAPERS):
             batch = todo[start:start + BATCH_PAPERS]
             report.chunks_embedded += self._write_batch(batch)
             if progress:
                 progress(len(batch))
         if prune:
-            keep = {p.doc_id for p in papers}
-            gone = [doc_id for doc_id in stored if doc_id not in keep]
             for start in range(0, len(gone), 500):
                 ids = gone[start:start + 500]
                 self.chunks.delete(where={"doc_id": {"$in": ids}})
                 self.papers.delete(ids=ids)
             report.removed = len(gone)
+        if writes or (self.papers.metadata or {}).get(GENERATION) is None:
+            self._mark(uuid.uuid4().hex, totals=True)
         log.info("index: %s", report)
         return report
 
@@ -499,18 +540,29 @@ class PaperIndex:
             paper_nodes = self.chunk_nodes(paper)
             counts[paper.doc_id] = len(paper_nodes)
             nodes.extend(paper_nodes)
-        # The title travels with every chunk (names live there); the paper vector sees the whole text.
+        # The title travels with every chunk (names live there). One model pass: a paper without chunks (no
+        # text) is embedded by its title; the others' paper vector is the mean of their chunk vectors.
         chunk_texts = [f"{n.metadata['title']}. {n.get_content()}" for n in nodes]
-        paper_texts = [f"{paper.title}. {clean_markup(paper.text)}" for paper, _ in batch]
-        vectors = self.embedder.embed(chunk_texts + paper_texts)
+        bare = [paper for paper, _ in batch if not counts[paper.doc_id]]
+        vectors = self.embedder.embed(chunk_texts + [paper.title or paper.doc_id for paper in bare])
         for node, vector in zip(nodes, vectors[: len(nodes)]):
             node.embedding = vector.tolist()
         if nodes:
             self.vector_store.add(list[BaseNode](nodes))
+        paper_vectors: list[list[float]] = []
+        start, extra = 0, len(nodes)
+        for paper, _ in batch:
+            n = counts[paper.doc_id]
+            if n:
+                mean = vectors[start:start + n].mean(axis=0)
+                start += n
+            else:
+                mean, extra = vectors[extra], extra + 1
+            paper_vectors.append((mean / max(float(np.linalg.norm(mean)), 1e-12)).tolist())
         self.papers.upsert(
             ids=ids,
             documents=[paper.text for paper, _ in batch],
             metadatas=[_paper_metadata(paper, fp) | {"chunks": counts[paper.doc_id]} for paper, fp in batch],
-            embeddings=[v.tolist() for v in vectors[len(nodes):]],
+            embeddings=paper_vectors,
         )
         return len(nodes)
