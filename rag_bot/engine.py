@@ -117,12 +117,21 @@ class Engine:
 
     @property
     def query_engine(self) -> RetrieverQueryEngine:
-        """The llama-index query engine: retriever -> grounding postprocessor -> writer."""
+        """The llama-index query engine: retriever -> grounding postprocessor -> writer; with an LLM writer, its
+        relevance judge (rag_bot/judge.py) runs after grounding."""
         if self._query_engine is None:
+            from llama_index.core.postprocessor.types import BaseNodePostprocessor
+
+            from rag_bot.judge import RelevanceJudge
+            from rag_bot.llm import LLMComposer
+
+            postprocessors: list[BaseNodePostprocessor] = [self.grounding]
+            if isinstance(self.writer, LLMComposer):
+                postprocessors.append(RelevanceJudge(writer=self.writer, settings=self.settings))
             self._query_engine = RetrieverQueryEngine(
                 retriever=self.retriever,
                 response_synthesizer=self.writer,
-                node_postprocessors=[self.grounding],
+                node_postprocessors=postprocessors,
             )
         return self._query_engine
 
