@@ -320,9 +320,9 @@ def test_each_mode_asks_for_its_own_form(llm_engine, stub):
         stub.requests.clear()
         answer = e.ask(question)
         assert answer.mode == mode
-        assert MODE_INSTRUCTIONS[mode] in user_prompt(stub.requests[0])
+        assert MODE_INSTRUCTIONS[mode] in user_prompt(stub.requests[-1])
         others = [text for m, text in MODE_INSTRUCTIONS.items() if m != mode]
-        assert not any(text in user_prompt(stub.requests[0]) for text in others)
+        assert not any(text in user_prompt(stub.requests[-1]) for text in others)
     assert len(source_titles(stub.requests[0])) >= 2, "a comparison gets at least two papers"
 
 
