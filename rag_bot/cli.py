@@ -179,6 +179,42 @@ def _stream_answer(engine: Any, question: str, mode: str | None, out: TextIO, fi
     return answer
 
 
+def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    """Write the whole collection (papers, metadata, vectors) to one portable file."""
+    from rag_bot.engine import Engine
+    from rag_bot.portable import export_collection
+
+    engine = Engine(settings)
+    engine.require_index()
+    path = Path(args.file)
+    if path.exists() and not args.force:
+        return _fail(f"{path} exists; give another name or --force to overwrite it", 2)
+    try:
+        counts = export_collection(engine.index, path)
+    except OSError as exc:
+        return _fail(f"cannot write {path}: {exc.strerror or exc}")
+    print(f"Wrote {counts['papers']} papers and {counts['chunks']} chunks to {path}.")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    """Load a portable collection file into the store, embedding nothing."""
+    from rag_bot.engine import Engine
+    from rag_bot.portable import import_collection
+
+    path = Path(args.file)
+    if not path.is_file():
+        return _fail(f"no such file: {path}", 2)
+    engine = Engine(settings)
+    try:
+        counts = import_collection(engine.index, path)
+    except ValueError as exc:
+        return _fail(str(exc), 2)
+    print(f"Imported {counts['papers']} papers and {counts['chunks']} chunks from {path}. "
+          f"The index holds {engine.index.count()} papers.")
+    return 0
+
+
 def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     """Print the size and place of the index."""
     from rag_bot.engine import Engine
@@ -303,6 +339,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also print the cited papers as BibTeX, RIS or CSL-JSON (with --json: a `references` field)")
     _add_filter_flags(p)
     p.set_defaults(func=cmd_ask)
+
+    p = sub.add_parser("export", help="write the collection (papers, metadata, vectors) to one portable file")
+    p.add_argument("file", help="the file to write, e.g. icml2026.ragbot.jsonl.gz")
+    p.add_argument("--force", action="store_true", help="overwrite the file if it exists")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("import", help="load a portable collection file into the store (no embedding)")
+    p.add_argument("file", help="a file written by `rag-bot export`")
+    p.set_defaults(func=cmd_import)
 
     p = sub.add_parser("stats", help="size and place of the index")
     p.add_argument("--json", action="store_true")

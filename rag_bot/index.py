@@ -327,6 +327,10 @@ class PaperIndex:
             "papers": self.count(), "chunks": self.chunk_count(), "generation": meta.get(GENERATION),
         }
 
+    def record_write(self) -> None:
+        """Mark the collection as changed by a finished write (an import): lexical caches keyed by it rebuild."""
+        self._mark(uuid.uuid4().hex, totals=True)
+
     def _mark(self, generation: str, totals: bool = False) -> None:
         """Record a new generation in the papers collection's metadata (with the totals when finished)."""
         meta: dict[str, Any] = {GENERATION: generation}
