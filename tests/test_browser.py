@@ -120,6 +120,20 @@ def test_export_downloads_the_conversation_as_markdown(page, tmp_path):
     assert "## 2. CorrSteer and SARSteer" in text
 
 
+def test_references_download_as_bibtex(page, tmp_path):
+    import bibtexparser
+
+    with page.expect_download() as download:
+        page.click("#cite-bibtex")
+    assert download.value.suggested_filename == "rag-bot-references.bib"
+    path = tmp_path / "references.bib"
+    download.value.save_as(path)
+    parsed = bibtexparser.parse_string(path.read_text(encoding="utf-8"))
+    assert not parsed.failed_blocks and len(parsed.entries) >= 2
+    titles = " ".join(e["title"] for e in parsed.entries)
+    assert "CorrSteer" in titles and "SARSteer" in titles
+
+
 def test_upload_then_a_hostile_abstract_shows_as_text(page, tmp_path):
     record = {
         "id": "xss-1",

@@ -309,7 +309,7 @@ def client(server):
 
 def chat(client, message: str, mode: str = "Auto", papers: int = 6) -> tuple[str, str, str]:
     """One question through the chat's own event: (answer text, sources panel HTML, status line)."""
-    messages, _, sources, status, _, _ = client.predict(message, [], mode, papers, api_name="/chat")
+    messages, _, sources, status, *_ = client.predict(message, [], mode, papers, api_name="/chat")
     reply = messages[-1]["content"]
     text = reply[0]["text"] if isinstance(reply, list) else reply
     return text, sources, status
@@ -533,8 +533,40 @@ def test_exports_keep_one_file_per_session(gated):
         for question in ("what does CorrSteer gain on HarmBench?", "how much faster is OServe?"):
             *_, export, _ = client.predict(question, [], "Auto", 6, api_name="/chat")
             assert export, "each answer can be exported"
-    files = [p for p in library.export_dir.rglob("*") if p.is_file()]
-    assert len(files) == len(before) + 2 and len({p.parent for p in files}) == len(files), files
+    files = [p for p in library.export_dir.rglob("*") if p.is_file() and p not in before]
+    sessions = {p.parent for p in files}
+    assert len(sessions) == 2, files
+    names = {"rag-bot-conversation.md", "rag-bot-references.bib", "rag-bot-references.ris",
+             "rag-bot-references.json"}
+    for folder in sessions:
+        assert {p.name for p in folder.iterdir()} == names, "one file of each kind per session, overwritten"
+
+
+def test_chat_offers_the_cited_papers_as_bibtex_ris_and_csl(gated):
+    """After an answer the reference downloads hold the conversation's cited papers, readable by real parsers,
+    with unique keys and each paper's doc_id."""
+    import bibtexparser
+    import rispy
+    from gradio_client import Client
+
+    url, engine, library = gated
+    client = Client(url, verbose=False)
+    *_, bib, ris, csl, export, _ = client.predict("Compare CorrSteer and SARSteer", [], "Auto", 6, api_name="/chat")
+    assert all(f["interactive"] for f in (bib, ris, csl)), "enabled once an answer cites"
+    bib, ris, csl = (f["value"] for f in (bib, ris, csl))  # the client's downloaded copies
+    assert export and Path(bib).name == "rag-bot-references.bib" and Path(ris).name == "rag-bot-references.ris"
+    assert Path(csl).name == "rag-bot-references.json"
+    cited = {c.doc_id for c in engine.ask("Compare CorrSteer and SARSteer").citations}
+    parsed = bibtexparser.parse_string(Path(bib).read_text(encoding="utf-8"))
+    assert not parsed.failed_blocks and len(parsed.entries) == len(cited) >= 2
+    titles = " ".join(e["title"] for e in parsed.entries)
+    assert "CorrSteer" in titles and "SARSteer" in titles
+    notes = " ".join(e["note"] for e in parsed.entries).replace("\\", "")
+    assert all(doc_id in notes for doc_id in cited), (cited, notes)
+    assert len(parsed.entries) == len({e.key for e in parsed.entries}), "unique citation keys"
+    assert len(rispy.loads(Path(ris).read_text(encoding="utf-8"))) == len(cited)
+    items = json.loads(Path(csl).read_text(encoding="utf-8"))
+    assert len(items) == len(cited) and all(item["title"] for item in items)
 
 
 def test_markdown_images_in_corpus_text_are_neutralised() -> None:

@@ -18,6 +18,7 @@ import gradio as gr
 
 from rag_bot.conversations import SavedTurn
 from rag_bot.errors import EmptyQuestionError, NoIndexError
+from rag_bot.references import Format, cited_papers, export
 from rag_bot.text import mask_credentials
 from rag_bot.types import Answer, Filters, Turn
 from rag_bot.ui.base import Library, Shared, owner_of
@@ -45,7 +46,16 @@ COPY_JS = """(text) => {
 UNSAVED = "Conversations are not being saved (the conversations file cannot be used; see the log). Answers still work."
 SORRY = "Sorry, something went wrong while answering ({}). Please try again."
 MAX_QUESTION_CHARS = 2000
-STREAM_EVERY = 0.08  # seconds between two updates of a streamed answer
+# Seconds between two updates of a streamed answer: each update is a queue message, a diff of the chatbot and a
+# render in the browser; under load composing takes longer, so a fixed interval (not a fixed count) keeps the
+# cost per answer bounded by the time it takes.
+STREAM_EVERY = 0.15
+# The reference downloads: (format, button label, elem_id, file name).
+REFERENCE_FILES: tuple[tuple[Format, str, str, str], ...] = (
+    ("bibtex", "BibTeX", "cite-bibtex", "rag-bot-references.bib"),
+    ("ris", "RIS", "cite-ris", "rag-bot-references.ris"),
+    ("csl", "CSL-JSON", "cite-csl", "rag-bot-references.json"),
+)
 MAX_PAPERS = 20  # the API's `papers` above this is taken as this (the slider stops at 10)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -131,6 +141,10 @@ class ChatPanel:
             self.new = gr.Button("New chat", size="sm", elem_id="new-chat")
             self.copy = gr.Button("Copy answer", size="sm", elem_id="copy")
             self.export = gr.DownloadButton("Export as Markdown", size="sm", interactive=False, elem_id="export")
+        # The cited papers of the whole conversation, as references to cite (enabled once an answer cites).
+        with gr.Row(elem_id="cite-buttons"):
+            self.cite = {fmt: gr.DownloadButton(f"References: {label}", size="sm", interactive=False, elem_id=elem)
+                         for fmt, label, elem, _ in REFERENCE_FILES}
         examples = example_prompts(self.library.map, self.library.papers)
         if examples:
             gr.Examples(examples, inputs=[self.question, self.mode], label="Examples from this collection")
@@ -139,16 +153,17 @@ class ChatPanel:
         """Wire the chat; returns the events that end with an answer (for panels that follow answers)."""
         # A list, not a set: its order is the order of the /chat API's return values.
         # The conversation id is a State: the API neither takes nor returns it.
+        # The reference buttons come before the export, so existing callers' `*_, export, last_answer` holds.
         outputs = [self.chatbot, self.question, self.sources.html, self.shared.turns, self.shared.status,
-                   self.export, self.last_answer, self.shared.conversation]
+                   *self.cite.values(), self.export, self.last_answer, self.shared.conversation]
         inputs = [self.question, self.chatbot, self.shared.turns, self.mode, self.n_papers, self.venue, self.year,
                   self.author, self.source, self.shared.conversation]
         answered = [
             self.send.click(self.respond, inputs, outputs, api_name="chat"),
             self.question.submit(self.respond, inputs, outputs, api_visibility="private"),
         ]
-        reset = [self.chatbot, self.shared.turns, self.sources.html, self.export, self.last_answer,
-                 self.shared.conversation]
+        reset = [self.chatbot, self.shared.turns, self.sources.html, *self.cite.values(), self.export,
+                 self.last_answer, self.shared.conversation]
         self.new.click(self.new_chat, None, reset, api_visibility="private")
         self.chatbot.clear(self.new_chat, None, reset, api_visibility="private")
         self.copy.click(self.copied, [self.last_answer], None, js=COPY_JS, api_visibility="private")
@@ -218,7 +233,7 @@ class ChatPanel:
             self.shared.status: self.library.status(answer),
             self.export: gr.DownloadButton(value=str(self.write_export(turns, request)), interactive=True),
             self.last_answer: answer_markdown(answer),
-        }
+        } | self.reference_buttons(turns, request)
 
     def save(self, conversation: str | None, question: str, answer: Answer,
              request: gr.Request | None) -> tuple[str | None, str | None]:
@@ -252,17 +267,44 @@ class ChatPanel:
             self.sources.html: self.sources.show(turns),
             self.export: gr.DownloadButton(value=str(self.write_export(turns, request)), interactive=True),
             self.last_answer: answer_markdown(answers[-1]) if answers else "",
-        }
+        } | self.reference_buttons(turns, request)
 
-    def write_export(self, turns: list[Turn], request: gr.Request | None = None) -> Path:
-        """The conversation as a Markdown file to download: one file per browser session, overwritten by
-        each answer (the app's export folder is removed at exit)."""
+    def session_folder(self, request: gr.Request | None) -> Path:
+        """The browser session's folder in the app's export folder (removed at exit)."""
         session = re.sub(r"[^A-Za-z0-9_-]", "", str(getattr(request, "session_hash", None) or ""))[:64] or "local"
         folder = self.export_dir / session
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / "rag-bot-conversation.md"
+        return folder
+
+    def write_export(self, turns: list[Turn], request: gr.Request | None = None) -> Path:
+        """The conversation as a Markdown file to download: one file per browser session, overwritten by
+        each answer."""
+        path = self.session_folder(request) / "rag-bot-conversation.md"
         path.write_text(export_markdown(turns, self.library.papers), encoding="utf-8")
         return path
+
+    def write_references(self, turns: list[Turn], request: gr.Request | None = None) -> dict[Format, Path]:
+        """The papers the conversation's answers cite, as BibTeX, RIS and CSL-JSON files in the session's
+        folder ({} when no answer cites a paper). A file is rewritten only when its text changes (a follow-up
+        citing the same papers leaves them as they are, and Gradio's cached copy stands)."""
+        papers = cited_papers([t.answer for t in turns if t.answer is not None], self.library.papers)
+        if not papers:
+            return {}
+        folder = self.session_folder(request)
+        paths: dict[Format, Path] = {}
+        for fmt, _, _, name in REFERENCE_FILES:
+            path = folder / name
+            text = export(papers, fmt)
+            if not path.is_file() or path.read_text(encoding="utf-8") != text:
+                path.write_text(text, encoding="utf-8")
+            paths[fmt] = path
+        return paths
+
+    def reference_buttons(self, turns: list[Turn], request: gr.Request | None = None) -> dict[Any, Any]:
+        """The three reference downloads for a conversation: its files, or disabled when nothing is cited."""
+        paths = self.write_references(turns, request)
+        return {button: gr.DownloadButton(value=str(paths[fmt]), interactive=True) if fmt in paths
+                else gr.DownloadButton(value=None, interactive=False) for fmt, button in self.cite.items()}
 
     def new_chat(self) -> dict[Any, Any]:
         # The question box is left alone: the user may already be typing the next question.
@@ -271,6 +313,7 @@ class ChatPanel:
             self.shared.turns: [],
             self.sources.html: self.sources.empty(),
             self.export: gr.DownloadButton(value=None, interactive=False),
+            **{button: gr.DownloadButton(value=None, interactive=False) for button in self.cite.values()},
             self.last_answer: "",
             **({self.shared.conversation: None} if self.shared.conversation is not None else {}),
         }

@@ -57,7 +57,7 @@ class HistoryPanel:
     def register_events(self, app: Any, answered: list[Any]) -> None:
         chat = self.chat
         shown = [chat.chatbot, self.shared.turns, self.shared.conversation, chat.sources.html, chat.export,
-                 chat.last_answer, self.browser, self.list, self.note]
+                 *chat.cite.values(), chat.last_answer, self.browser, self.list, self.note]
         app.load(self.restore, [self.browser], shown, api_visibility="private")
         for event in answered:
             event.then(self.saved, [self.shared.conversation], [self.browser, self.list, self.note],
