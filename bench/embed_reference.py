@@ -106,6 +106,19 @@ def reference(n: int = 600, rounds: int = 2) -> dict[str, Any]:
             "batch": emb.embed_batch_size, "rounds": [round(r, 2) for r in rates]}
 
 
+def reference_on(texts: list[str]) -> dict[str, Any]:
+    """The reference on given texts, one pass: seconds, abstracts/s and tokens/s (rag-bot's embedder settings)."""
+    from rag_bot.embedding import MiniLMEmbedding
+
+    emb = MiniLMEmbedding()
+    emb.embed(texts[:16])  # warm-up (model load)
+    start = time.perf_counter()
+    emb.embed(texts)
+    seconds = time.perf_counter() - start
+    tokens = sum(len(e.ids) for e in emb._tokenizer.encode_batch(texts))
+    return {"seconds": seconds, "abstracts_per_s": len(texts) / seconds, "tokens_per_s": round(tokens / seconds)}
+
+
 def grid(n: int, rounds: int) -> list[dict[str, Any]]:
     """Abstracts/s of each onnxruntime configuration, interleaved round by round (same load for all)."""
     texts = sample_texts(n)

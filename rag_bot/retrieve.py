@@ -12,7 +12,7 @@ import logging
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from llama_index.core.retrievers import BaseRetriever
@@ -21,7 +21,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from rag_bot.index import PaperIndex
 from rag_bot.nodes import PaperQuery, paper_node
 from rag_bot.settings import Settings
-from rag_bot.text import clean_markup, normalize_name, topic_query
+from rag_bot.text import normalize_name, topic_query
 from rag_bot.types import Filters, Paper, ScoredPaper
 
 log = logging.getLogger(__name__)
@@ -149,28 +149,18 @@ class PaperRetriever(BaseRetriever):
 
         The lexical side is built in every retrieval mode: grounding's word coverage needs it even when only
         the dense ranking is used (docs/eval.md)."""
-        papers = self.index.all_papers()
-        ids = [p.doc_id for p in papers]
-        bm25: Any = None
-        doc_terms: dict[str, set[str]] = {}
-        df: dict[str, int] = {}
-        if papers:
-            import bm25s
+        from rag_bot.lexicon import load_or_build
 
-            corpus = [f"{p.title} {' '.join(p.aliases)} {clean_markup(p.text)}" for p in papers]
-            tokens = bm25s.tokenize(corpus, stopwords="en", stemmer=self._stemmer, show_progress=False)
-            bm25 = bm25s.BM25()
-            bm25.index(tokens, show_progress=False)
-            vocab = {i: w for w, i in tokens.vocab.items()}
-            doc_terms = {d: {vocab[t] for t in row} for d, row in zip(ids, tokens.ids)}
-            for terms in doc_terms.values():
-                for term in terms:
-                    df[term] = df.get(term, 0) + 1
+        # From the cache of the collection's current state when there is one (rag_bot/lexicon.py): start-up does
+        # not grow with the collection; papers are decoded when first used.
+        lexicon = load_or_build(self.index, self._stemmer)
         self._snapshot = Snapshot(
-            papers={p.doc_id: p for p in papers}, ids=ids, chunks=self.index.chunk_count(),
-            names=NameIndex.build(papers), bm25=bm25, doc_terms=doc_terms, df=df,
+            papers=cast(dict[str, Paper], lexicon.papers), ids=lexicon.ids, chunks=lexicon.chunks,
+            names=NameIndex(by_key=lexicon.names), bm25=lexicon.bm25,
+            doc_terms=cast(dict[str, set[str]], lexicon.doc_terms), df=cast(dict[str, int], lexicon.df),
         )
-        log.info("retriever loaded %d papers (%d chunks)", len(papers), self._snapshot.chunks)
+        log.info("retriever loaded %d papers (%d chunks) from the %s lexicon", len(lexicon.ids),
+                 self._snapshot.chunks, lexicon.origin)
 
     @property
     def papers(self) -> dict[str, Paper]:

@@ -1,0 +1,452 @@
+"""rag-bot at size: ingest against the embedder's limit, start-up, retrieval and answer latency, memory, at 38,
+3,000 and 22,000 papers, each figure with its baseline measured in the same run. Writes docs/benchmarks.md and
+docs/benchmarks.png.
+
+    python bench/scale.py            # quick: the seeds and storage/bench-3000 (when built)
+    python bench/scale.py --full     # every size (storage/bench-22000 too) and a larger ingest sample
+    python bench/scale.py --profile  # also cProfile the offline answer at 3,000 papers
+
+The benchmark stores are built by bench/collections.py (seeds + real abstracts of
+../shared/data/ml_abstracts.jsonl.gz); a size whose store is missing is reported as such. Each size is measured
+in a child process (`--one SIZE`), so its memory figure is its own. Per question, interleaved: rag-bot's
+retrieval (hybrid; the question embedded each time), exact numpy search over the same vectors, BM25 alone, and
+the whole offline answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gzip
+import json
+import os
+import platform
+import pstats
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+BIN = Path(sys.executable).parent
+ML_ABSTRACTS = ROOT.parent / "shared" / "data" / "ml_abstracts.jsonl.gz"
+OUT = ROOT / "docs" / "benchmarks.md"
+PLOT = ROOT / "docs" / "benchmarks.png"
+SIZES = (38, 3000, 22000)
+
+
+# --- helpers -----------------------------------------------------------------------------------------------
+def store_of(size: int, tmp: Path) -> Path | None:
+    """The store of a size (the seeds: a fresh temporary store, ingested by the parent)."""
+    if size == 38:
+        return tmp / "seeds-store"
+    store = ROOT / "storage" / f"bench-{size}"
+    return store if (store / "chroma.sqlite3").exists() else None
+
+
+def rss_mib() -> tuple[float, float]:
+    """Current and peak resident memory of this process (MiB)."""
+    fields = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        fields[key] = value
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+
+
+def timed_run(args: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
+    """Wall seconds, peak RSS (MiB) and stdout of a command."""
+    start = time.perf_counter()
+    proc = subprocess.run(["/usr/bin/time", "-f", "%M", *args], capture_output=True, text=True, env=env, cwd=ROOT)
+    seconds = time.perf_counter() - start
+    if proc.returncode:
+        raise RuntimeError(f"{args} failed: {proc.stderr[-800:]}")
+    peak = int(proc.stderr.strip().splitlines()[-1]) / 1024
+    return seconds, peak, proc.stdout
+
+
+def env_for(store: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_BOT_", "OPENAI_"))}
+    env.update(RAG_BOT_STORAGE=str(store), RAG_BOT_LOG_LEVEL="WARNING", RAG_BOT_LLM="offline")
+    return env
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else float("nan")
+
+
+def machine() -> dict[str, Any]:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    mem = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+               if line.startswith("MemTotal"))
+    import chromadb
+    import onnxruntime
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
+    return {"cpu": cpu, "cores": os.cpu_count(), "ram_gib": round(mem / 2**20, 1),
+            "python": platform.python_version(), "onnxruntime": onnxruntime.__version__,
+            "chromadb": chromadb.__version__, "commit": commit, "date": time.strftime("%Y-%m-%d %H:%M UTC"),
+            "load_start": os.getloadavg()[0]}
+
+
+# --- questions ---------------------------------------------------------------------------------------------
+def questions_for(papers: dict[str, Any], n_extra: int = 100, seed: int = 11) -> list[str]:
+    """The dev questions, then titles and phrases of random papers of the collection (half each)."""
+    from rag_bot.evaluate import DEFAULT_SET, load_questions
+
+    out = [q.question for q in load_questions(DEFAULT_SET)]
+    rng = random.Random(seed)
+    ids = sorted(papers)
+    picks = [papers[d] for d in rng.sample(ids, min(n_extra, len(ids)))]
+    while len(picks) < n_extra:
+        picks.append(papers[rng.choice(ids)])
+    for n, paper in enumerate(picks):
+        if n % 2 == 0:
+            out.append(paper.title)
+        else:
+            words = re.findall(r"[A-Za-z][\w\-]*", paper.text)
+            start = rng.randrange(max(1, len(words) - 8))
+            out.append(" ".join(words[start:start + 8]) or paper.title)
+    return out
+
+
+# --- one size, in a child process --------------------------------------------------------------------------
+def exact_index(index: Any) -> tuple[np.ndarray, list[str]]:
+    """Every chunk and paper vector of the store as one matrix, with the paper of each row."""
+    vectors: list[Any] = []
+    owners: list[str] = []
+    for collection, key in ((index.chunks, "doc_id"), (index.papers, None)):
+        total = int(collection.count())
+        for offset in range(0, total, 2000):
+            got = collection.get(include=["embeddings", "metadatas"], limit=2000, offset=offset)
+            vectors.extend(got["embeddings"])
+            for record_id, meta in zip(got["ids"], got["metadatas"]):
+                owners.append(str((meta or {}).get(key, "")) if key else record_id)
+    return np.asarray(vectors, dtype=np.float32), owners
+
+
+def exact_search(matrix: np.ndarray, owners: list[str], query: np.ndarray, k: int) -> dict[str, float]:
+    """Best cosine per paper over its rows, for the top `k` rows (the baseline of the dense side)."""
+    sims = matrix @ query
+    top = np.argpartition(-sims, min(k, len(sims) - 1))[:k]
+    best: dict[str, float] = {}
+    for row in top.tolist():
+        d = owners[row]
+        best[d] = max(best.get(d, -1.0), float(sims[row]))
+    return best
+
+
+def measure_size(size: int, store: Path, profile: Path | None) -> dict[str, Any]:
+    """Start-up, latency and memory of one collection, in this process."""
+    from rag_bot import lexicon as lexicon_module
+    from rag_bot.engine import Engine
+    from rag_bot.settings import Settings
+    from rag_bot.text import topic_query
+
+    out: dict[str, Any] = {"size": size}
+    settings = Settings(storage=store, llm="offline")
+    engine = Engine(settings)
+    index = engine.index
+    out["papers"], out["chunks"] = index.count(), index.chunk_count()
+    # Start-up of the lexical side: from the cache (as every start now) against a rebuild from the store (as
+    # every start did before), interleaved, best of 3.
+    import Stemmer
+
+    stemmer = Stemmer.Stemmer("english")
+    lexicon_module.load_or_build(index, stemmer)  # makes sure the cache exists
+    cached, rebuilt = [], []
+    for _ in range(3):
+        start = time.perf_counter()
+        lexicon_module.load_or_build(index, stemmer)
+        cached.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        lexicon_module._build(lexicon_module._read_records(index), stemmer, index.state())
+        rebuilt.append(time.perf_counter() - start)
+    out["lexicon_cache_s"], out["lexicon_rebuild_s"] = min(cached), min(rebuilt)
+
+    retriever = engine.retriever
+    embedder = index.embedder
+    papers = retriever.papers
+    questions = questions_for({d: papers[d] for d in list(papers)} if size <= 5000 else
+                              {d: papers[d] for d in random.Random(3).sample(list(papers), 2000)})
+    out["questions"] = len(questions)
+    matrix, owners = exact_index(index)
+    engine.ask("warm-up: what is attention?")
+    snap = retriever._snapshot
+    k = max(settings.chunk_candidates, settings.top_k)
+    times: dict[str, list[float]] = {"retrieve": [], "exact": [], "bm25": [], "answer": []}
+    agreement: list[float] = []
+    profiler = cProfile.Profile() if profile else None
+    for q in questions:
+        topic = topic_query(q)
+        embedder._query_cache.clear()
+        start = time.perf_counter()
+        retriever.retrieve_papers(q)
+        times["retrieve"].append((time.perf_counter() - start) * 1000)
+        embedder._query_cache.clear()
+        start = time.perf_counter()
+        query = np.asarray(embedder.get_query_embedding(topic), dtype=np.float32)
+        exact = exact_search(matrix, owners, query, k)
+        times["exact"].append((time.perf_counter() - start) * 1000)
+        start = time.perf_counter()
+        snap.bm25_scores(retriever._stems(topic), k)
+        times["bm25"].append((time.perf_counter() - start) * 1000)
+        hnsw = retriever._dense(snap, topic, k)
+        top_exact = sorted(exact, key=exact.__getitem__, reverse=True)[:10]
+        top_hnsw = set(sorted(hnsw, key=hnsw.__getitem__, reverse=True)[:10])
+        agreement.append(len(top_hnsw.intersection(top_exact)) / max(1, len(top_exact)))
+        embedder._query_cache.clear()
+        if profiler:
+            profiler.enable()
+        start = time.perf_counter()
+        engine.ask(q)
+        times["answer"].append((time.perf_counter() - start) * 1000)
+        if profiler:
+            profiler.disable()
+    for name, values in times.items():
+        out[f"{name}_p50"], out[f"{name}_p95"] = pct(values, 50), pct(values, 95)
+    out["dense_recall_at_10"] = float(np.mean(agreement))
+    out["rss_mib"], out["peak_rss_mib"] = rss_mib()
+    if profiler and profile:
+        profiler.dump_stats(str(profile))
+    return out
+
+
+# --- parent: ingest, cold start, report ---------------------------------------------------------------------
+def sample_jsonl(n: int, folder: Path, every: int = 5) -> Path:
+    """`n` real abstracts (spread over the file) as one JSONL file."""
+    out = folder / f"sample-{n}.jsonl"
+    with gzip.open(ML_ABSTRACTS, "rt", encoding="utf-8") as src, out.open("w", encoding="utf-8") as dst:
+        kept = 0
+        for i, line in enumerate(src):
+            if i % every == 1 and line.strip():
+                dst.write(line if line.endswith("\n") else line + "\n")
+                kept += 1
+                if kept >= n:
+                    break
+    return out
+
+
+def measure_ingest(n: int, tmp: Path) -> dict[str, Any]:
+    """`rag-bot ingest` of n real abstracts into a fresh store, between two runs of the embedder reference on
+    the same abstracts (its mean is the baseline: the load of the machine is shared)."""
+    import embed_reference
+
+    data = sample_jsonl(n, tmp)
+    texts = []
+    for line in data.read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        texts.append(f"{rec.get('title', '')}. {rec.get('abstract', '')}")
+    refs = []
+    ref = embed_reference.reference_on(texts)
+    refs.append(ref["seconds"])
+    store = tmp / f"ingest-{n}"
+    seconds, peak, _ = timed_run([str(BIN / "rag-bot"), "ingest", "--quiet", str(data)], env_for(store))
+    refs.append(embed_reference.reference_on(texts)["seconds"])
+    reference = statistics.mean(refs)
+    shutil.rmtree(store, ignore_errors=True)
+    return {"n": n, "ingest_s": seconds, "ingest_peak_mib": peak, "reference_s": reference,
+            "reference_rate": n / reference, "ingest_rate": n / seconds, "ratio": seconds / reference,
+            "reference_tokens_per_s": ref["tokens_per_s"], "reference_runs": refs}
+
+
+def cold_ask(store: Path, runs: int = 3) -> dict[str, Any]:
+    """`rag-bot ask` from process start to answer (best of `runs`), and `rag-bot stats` (start-up alone)."""
+    env = env_for(store)
+    asks, stats = [], []
+    peak = 0.0
+    for _ in range(runs):
+        seconds, rss, _ = timed_run([str(BIN / "rag-bot"), "ask", "--json", "what is sparse attention?"], env)
+        asks.append(seconds)
+        peak = max(peak, rss)
+        stats.append(timed_run([str(BIN / "rag-bot"), "stats"], env)[0])
+    return {"ask_cold_s": min(asks), "ask_cold_median_s": statistics.median(asks), "ask_peak_mib": peak,
+            "stats_cold_s": min(stats)}
+
+
+def build_info(store: Path) -> dict[str, Any]:
+    path = store / "bench-build.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = [r["papers"] for r in rows]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    for key, label in (("retrieve_p50", "retrieve p50"), ("retrieve_p95", "retrieve p95"),
+                       ("answer_p50", "answer p50"), ("answer_p95", "answer p95"),
+                       ("exact_p50", "exact numpy p50"), ("bm25_p50", "BM25 alone p50")):
+        left.plot(sizes, [r[key] for r in rows], marker="o", label=label)
+    left.set_xscale("log")
+    left.set_xlabel("papers")
+    left.set_ylabel("ms")
+    left.set_title("Latency (warm, one process)")
+    left.axhline(30, color="grey", linestyle=":", linewidth=1)
+    left.axhline(150, color="grey", linestyle="--", linewidth=1)
+    left.legend(fontsize=7)
+    right.plot(sizes, [r["rss_mib"] for r in rows], marker="o", label="RSS after the questions")
+    right.plot(sizes, [r.get("ask_peak_mib", float("nan")) for r in rows], marker="s", label="rag-bot ask (peak)")
+    right.plot(sizes, [r.get("ask_cold_s", float("nan")) * 100 for r in rows], marker="^",
+               label="cold ask (s x 100)")
+    right.set_xscale("log")
+    right.set_xlabel("papers")
+    right.set_ylabel("MiB")
+    right.set_title("Memory and cold start")
+    right.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def profile_table(path: Path, top: int = 15) -> list[str]:
+    stats = pstats.Stats(str(path))
+    total = max(stats.total_tt, 1e-9)  # type: ignore[attr-defined]
+    rows = sorted(stats.stats.items(), key=lambda kv: kv[1][3], reverse=True)  # type: ignore[attr-defined]
+    lines = ["| function | cumulative s | share | own s |", "|---|---|---|---|"]
+    for (file, line, name), (_, _, own, cumulative, _) in rows[: top * 3]:
+        if "site-packages" in file and not any(k in file for k in ("chromadb/api", "onnxruntime", "bm25s")):
+            continue
+        short = file.replace(str(ROOT) + "/", "").split("site-packages/")[-1]
+        lines.append(f"| `{short}:{line} {name}` | {cumulative:.2f} | {cumulative / total:.0%} | {own:.2f} |")
+        if len(lines) >= top + 2:
+            break
+    return lines
+
+
+def report(info: dict[str, Any], ingest: dict[str, Any] | None, rows: list[dict[str, Any]],
+           missing: list[int], profile: list[str] | None, full: bool) -> str:
+    L = ["# Benchmarks at size", "",
+         f"Produced by `make bench{' BENCH_ARGS=--full' if full else ''}` (bench/scale.py) at commit "
+         f"`{info['commit']}`, {info['date']}.", "",
+         f"Machine: {info['cpu']}, {info['cores']} cores, {info['ram_gib']} GiB RAM; Python {info['python']}, "
+         f"onnxruntime {info['onnxruntime']}, chromadb {info['chromadb']}. Load average "
+         f"{info['load_start']:.1f} at the start, {info['load_end']:.1f} at the end: the machine is shared, so "
+         "every figure is read against its baseline measured in the same run (interleaved), not against "
+         "another run.", "",
+         "Collections: the 38 seed abstracts, and the seeds plus real abstracts of "
+         "`../shared/data/ml_abstracts.jsonl.gz` (bench/collections.py: every 7th for 3,000, all 22,148 for "
+         "22,000)." + (f" Not built here: {', '.join(map(str, missing))}." if missing else ""), ""]
+    if ingest:
+        L += ["## Ingest against the embedder's limit", "",
+              f"`rag-bot ingest` of {ingest['n']} real abstracts into a fresh store (process start to exit), "
+              "between two runs of the reference (bench/embed_reference.py: the model alone, one 256-token "
+              "vector per abstract, length-sorted batches) on the same abstracts; the baseline is their mean.", "",
+              "| | seconds | abstracts/s | peak RSS MiB |", "|---|---|---|---|",
+              f"| embedder reference | {ingest['reference_s']:.1f} | {ingest['reference_rate']:.1f} | |",
+              f"| `rag-bot ingest` | {ingest['ingest_s']:.1f} | {ingest['ingest_rate']:.1f} | "
+              f"{ingest['ingest_peak_mib']:.0f} |",
+              f"| **ratio** | **{ingest['ratio']:.2f}x** | | |", "",
+              f"Reference runs: {', '.join(f'{s:.1f} s' for s in ingest['reference_runs'])} "
+              f"({ingest['reference_tokens_per_s']} tokens/s).", ""]
+    builds = [(r["size"], r["build"]) for r in rows if r.get("build")]
+    if builds:
+        L += ["Full builds (bench/collections.py, `rag-bot`'s own ingest, timed when they were built; not "
+              "interleaved with a reference):", "", "| collection | papers | seconds | papers/s | report |",
+              "|---|---|---|---|---|"]
+        for size, b in builds:
+            rate = b["papers"] / b["seconds"] if b.get("seconds") else float("nan")
+            L.append(f"| {size} | {b.get('papers')} | {b.get('seconds')} | {rate:.1f} | {b.get('report', '')} |")
+        L.append("")
+    L += ["## Start-up", "",
+          "`rag-bot ask` cold: process start to printed answer (best of 3, offline writer), `rag-bot stats` "
+          "(start-up without the model) in the same loop; the lexical side loaded from its cache "
+          "(rag_bot/lexicon.py) against rebuilt from the store as every start did before (in-process, best of 3, "
+          "interleaved).", "",
+          "| papers | chunks | `ask` cold s | `stats` cold s | `ask` peak RSS MiB | lexicon from cache s | "
+          "lexicon rebuilt s |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        L.append(f"| {r['papers']} | {r['chunks']} | {r.get('ask_cold_s', float('nan')):.2f} | "
+                 f"{r.get('stats_cold_s', float('nan')):.2f} | {r.get('ask_peak_mib', float('nan')):.0f} | "
+                 f"{r['lexicon_cache_s']:.3f} | {r['lexicon_rebuild_s']:.2f} |")
+    L += ["", "## Latency (warm, one process per collection)", "",
+          "Per question, interleaved: rag-bot retrieval (hybrid, the question embedded each time), the exact "
+          "baseline (numpy over the same chunk and paper vectors, question embedded), BM25 alone, and the whole "
+          "offline answer (retrieval, grounding, composing). Questions: the 101 dev questions plus titles and "
+          "8-word phrases of random papers of the collection. `dense R@10 vs exact`: share of the exact top-10 "
+          "papers that Chroma's HNSW also returns.", "",
+          "| papers | questions | retrieve p50 / p95 ms | exact numpy p50 / p95 ms | BM25 alone p50 / p95 ms | "
+          "answer p50 / p95 ms | dense R@10 vs exact | RSS MiB |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        L.append(f"| {r['papers']} | {r['questions']} | {r['retrieve_p50']:.0f} / {r['retrieve_p95']:.0f} | "
+                 f"{r['exact_p50']:.0f} / {r['exact_p95']:.0f} | {r['bm25_p50']:.1f} / {r['bm25_p95']:.1f} | "
+                 f"{r['answer_p50']:.0f} / {r['answer_p95']:.0f} | {r['dense_recall_at_10']:.3f} | "
+                 f"{r['rss_mib']:.0f} |")
+    L += ["", f"![latency and memory against collection size]({PLOT.name})", ""]
+    if profile:
+        L += ["## Where the offline answer spends its time (3,000 papers, cProfile)", ""] + profile + [""]
+    return "\n".join(L) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--full", action="store_true", help="every size and a larger ingest sample")
+    ap.add_argument("--profile", action="store_true", help="cProfile the answers at 3,000 papers")
+    ap.add_argument("--sizes", default="", help="comma-separated sizes (default: quick 38,3000; --full all)")
+    ap.add_argument("--ingest", type=int, default=None, help="abstracts in the ingest comparison (0: skip)")
+    ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--store", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--profile-out", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args()
+    if args.one is not None:
+        print(json.dumps(measure_size(args.one, args.store, args.profile_out)))
+        return 0
+    sizes = [int(s) for s in args.sizes.split(",") if s] or (list(SIZES) if args.full else [38, 3000])
+    info = machine()
+    rows: list[dict[str, Any]] = []
+    missing: list[int] = []
+    profile_lines = None
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        n_ingest = args.ingest if args.ingest is not None else (1000 if args.full else 300)
+        ingest = measure_ingest(n_ingest, tmp) if n_ingest and ML_ABSTRACTS.exists() else None
+        if ingest:
+            print(json.dumps(ingest), flush=True)
+        for size in sizes:
+            store = store_of(size, tmp)
+            if store is None:
+                missing.append(size)
+                continue
+            if size == 38:
+                timed_run([str(BIN / "rag-bot"), "ingest", "--quiet", str(ROOT / "seeds")], env_for(store))
+            row = {"size": size, "build": build_info(store)} | cold_ask(store)
+            prof = tmp / "profile.out" if args.profile and size == 3000 else None
+            cmd = [sys.executable, __file__, "--one", str(size), "--store", str(store)]
+            if prof:
+                cmd += ["--profile-out", str(prof)]
+            proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env_for(store))
+            if proc.returncode:
+                raise RuntimeError(proc.stderr[-2000:])
+            row |= json.loads(proc.stdout.strip().splitlines()[-1])
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+            if prof and prof.exists():
+                profile_lines = profile_table(prof)
+    info["load_end"] = os.getloadavg()[0]
+    if rows:
+        plot(rows, PLOT)
+    text = report(info, ingest, rows, missing, profile_lines, args.full)
+    args.out.write_text(text)
+    (ROOT / "bench" / "results").mkdir(exist_ok=True)
+    (ROOT / "bench" / "results" / "scale.json").write_text(json.dumps(
+        {"machine": info, "ingest": ingest, "sizes": rows}, indent=1))
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

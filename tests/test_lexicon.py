@@ -1,0 +1,80 @@
+"""The lexical cache (rag_bot/lexicon.py): used when the collection is as it was saved, rebuilt when it changed or
+is damaged, and the same retrieval either way."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rag_bot.corpus import read_paths
+from rag_bot.embedding import MiniLMEmbedding
+from rag_bot.index import PaperIndex
+from rag_bot.lexicon import cache_root
+from rag_bot.retrieve import PaperRetriever
+from rag_bot.settings import Settings
+
+SEEDS = Path(__file__).resolve().parent.parent / "seeds"
+
+
+@pytest.fixture(scope="module")
+def seed_list():
+    return read_paths([SEEDS]).papers
+
+
+@pytest.fixture(scope="module")
+def embedder() -> MiniLMEmbedding:
+    return MiniLMEmbedding()
+
+
+def _retriever(storage: Path, embedder: MiniLMEmbedding) -> tuple[PaperIndex, PaperRetriever]:
+    settings = Settings(storage=storage)
+    index = PaperIndex(settings, embedder=embedder)
+    return index, PaperRetriever(index, settings)
+
+
+def _origin(caplog: pytest.LogCaptureFixture) -> str:
+    return next(r.getMessage() for r in reversed(caplog.records) if "retriever loaded" in r.getMessage())
+
+
+def test_cache_is_used_then_invalidated_by_an_ingest(tmp_path: Path, seed_list, embedder, caplog) -> None:
+    caplog.set_level("INFO", logger="rag_bot.retrieve")
+    papers = seed_list[:6]
+    index, built = _retriever(tmp_path, embedder)
+    index.ingest(papers)
+    built.reload()
+    assert "built lexicon" in _origin(caplog)
+    question = papers[2].title
+    expected = [(p.paper.doc_id, p.score, p.coverage) for p in built.retrieve_papers(question)]
+
+    _, cached = _retriever(tmp_path, embedder)
+    assert "cache lexicon" in _origin(caplog)
+    assert [(p.paper.doc_id, p.score, p.coverage) for p in cached.retrieve_papers(question)] == expected
+    assert cached.papers[papers[2].doc_id] == papers[2]
+    assert set(cached.papers) == {p.doc_id for p in papers}
+
+    # Same number of papers, one abstract changed: the old cache must not be used.
+    changed = papers[1].model_copy(update={"text": papers[1].text + " Zyxwvut is the new word."})
+    index.ingest([*papers[:1], changed, *papers[2:]])
+    _, after = _retriever(tmp_path, embedder)
+    assert "built lexicon" in _origin(caplog)
+    assert "zyxwvut" in after._snapshot.doc_terms[changed.doc_id]
+    assert after.papers[changed.doc_id].text == changed.text
+    assert len(list(cache_root(index).iterdir())) == 1, "caches of older states are removed"
+
+
+def test_damaged_cache_is_rebuilt(tmp_path: Path, seed_list, embedder, caplog) -> None:
+    caplog.set_level("INFO", logger="rag_bot.retrieve")
+    index, _ = _retriever(tmp_path, embedder)
+    index.ingest(seed_list[:4])
+    _retriever(tmp_path, embedder)  # saves the cache
+    folder = next(cache_root(index).iterdir())
+    (folder / "vocab.json").write_text("{not json")
+    _, again = _retriever(tmp_path, embedder)
+    assert "built lexicon" in _origin(caplog)
+    assert again.retrieve_papers(seed_list[0].title)[0].paper.doc_id == seed_list[0].doc_id
+    shutil.rmtree(cache_root(index))
+    _, fresh = _retriever(tmp_path, embedder)
+    assert "built lexicon" in _origin(caplog)
+    assert len(fresh.papers) == 4
