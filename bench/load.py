@@ -4,8 +4,14 @@ Half of the users ask through the streamed chat (`/chat`, the event the Send but
 `/ask` (the JSON API), each in its own thread with its own gradio_client session, one question after the
 other without pause. Latency is per question, from the call to the complete answer. Writes docs/load.md.
 
+So that a loaded machine can be told from a slow server, it also records the machine's load average before and
+after the run and the CPU time the server process used during it (from /proc): CPU seconds per answer is what
+the server costs, whatever else runs on the machine. `--profile out.txt` records the server with py-spy
+(`pip install py-spy`) during the run and writes its hottest functions.
+
     .venv/bin/python bench/load.py                       # a temp store of the seeds, 20 users, 60 s
     .venv/bin/python bench/load.py --storage storage --users 10 --seconds 30 --out /tmp/load.md
+    .venv/bin/python bench/load.py --seconds 20 --out /tmp/load.md --profile /tmp/serve-profile.txt
 """
 
 from __future__ import annotations
@@ -100,6 +106,69 @@ def user(url: str, kind: str, index: int, stop: float, results: dict[str, list[f
             results[kind].append(time.perf_counter() - start)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process and its reaped children so far (Linux /proc; NaN elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    utime, stime, cutime, cstime = (int(f) for f in fields[11:15])
+    return (utime + stime + cutime + cstime) / os.sysconf("SC_CLK_TCK")
+
+
+def load_average() -> str:
+    try:
+        return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+def start_profile(pid: int, seconds: float, out: Path) -> subprocess.Popen[bytes] | None:
+    """py-spy sampling the server for `seconds` (raw collapsed stacks in `out`.raw), None if py-spy is missing."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    if not Path(spy).exists():
+        print("py-spy not found (pip install py-spy): no profile", file=sys.stderr)
+        return None
+    return subprocess.Popen([spy, "record", "--pid", str(pid), "--duration", str(int(seconds)), "--rate", "50",
+                             "--format", "raw", "--nonblocking", "-o", str(out) + ".raw"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def summarize_profile(raw: Path, out: Path, top: int = 40) -> None:
+    """From py-spy's collapsed stacks: the functions holding the most samples, inclusive and own."""
+    inclusive: dict[str, int] = {}
+    own: dict[str, int] = {}
+    total = 0
+    for line in raw.read_text(encoding="utf-8", errors="replace").splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not count.isdigit():
+            continue
+        n = int(count)
+        frames = stack.split(";")
+        total += n
+        for frame in set(frames):
+            inclusive[frame] = inclusive.get(frame, 0) + n
+        own[frames[-1]] = own.get(frames[-1], 0) + n
+    lines = [f"{total} samples", "", "inclusive:"]
+    lines += [f"{100 * n / total:5.1f}%  {f}" for f, n in sorted(inclusive.items(), key=lambda x: -x[1])[:top]]
+    lines += ["", "own:"]
+    lines += [f"{100 * n / total:5.1f}%  {f}" for f, n in sorted(own.items(), key=lambda x: -x[1])[:top]]
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def warm_up(url: str) -> float:
+    """Each question once through `/chat` (which also runs `/ask`'s engine path), one after the other, before
+    the timed run: a served collection's sentence vectors are computed at their first use and then cached, so
+    without this the first seconds measure that one-off cost. Returns the seconds it took."""
+    from gradio_client import Client
+
+    start = time.perf_counter()
+    client = Client(url, verbose=False)
+    for question in QUESTIONS:
+        client.predict(question, [], "Auto", 6, api_name="/chat")
+    return time.perf_counter() - start
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
@@ -119,6 +188,8 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "load.md")
+    parser.add_argument("--no-warmup", action="store_true", help="measure from a cold start (no warm-up round)")
+    parser.add_argument("--profile", type=Path, help="record the server with py-spy; its hottest functions here")
     args = parser.parse_args()
 
     workdir = Path(tempfile.mkdtemp(prefix="rag-bot-load-"))
@@ -126,6 +197,7 @@ def main() -> None:
         storage = args.storage or seed_store(workdir)
         proc, url = start_server(storage, workdir)
         try:
+            warmup = None if args.no_warmup else warm_up(url)
             results: dict[str, list[float]] = {"chat": [], "ask": []}
             errors: dict[str, list[str]] = {"chat": [], "ask": []}
             lock = threading.Lock()
@@ -135,12 +207,20 @@ def main() -> None:
                                                     lock))
                 for i in range(args.users)
             ]
+            load_before = load_average()
+            cpu_before = cpu_seconds(proc.pid)
+            spy = start_profile(proc.pid, args.seconds, args.profile) if args.profile else None
             began = time.monotonic()
             for t in threads:
                 t.start()
             for t in threads:
                 t.join()
             elapsed = time.monotonic() - began
+            server_cpu = cpu_seconds(proc.pid) - cpu_before
+            load_after = load_average()
+            if spy is not None and args.profile:
+                spy.wait(timeout=120)
+                summarize_profile(Path(str(args.profile) + ".raw"), args.profile)
         finally:
             proc.terminate()
             proc.wait(timeout=30)
@@ -160,6 +240,7 @@ def main() -> None:
     total_errors = len(errors["chat"]) + len(errors["ask"])
     p95 = percentile(every, 0.95) if every else float("nan")
     verdict = "met" if total_errors == 0 and p95 <= 2.0 else "NOT met"
+    cores = os.cpu_count() or 1
     text = "\n".join([
         "# Chat load test",
         "",
@@ -167,7 +248,11 @@ def main() -> None:
         f" (offline composer), {args.users} users for {args.seconds:.0f} s, half through the streamed chat "
         "(`/chat`), half through `/ask`, each user asking one question after the other with no pause "
         "(gradio_client, one session per user, all on the same machine as the server). Latency: from the call to "
-        "the complete answer, in seconds.",
+        "the complete answer, in seconds. "
+        + ("No warm-up: the run starts on a cold server." if warmup is None else
+           f"Before the timed run, each of the {len(QUESTIONS)} questions was asked once ({warmup:.1f} s), so the "
+           "collection's sentence vectors (computed once per paper, then cached) are in memory as on a server "
+           "that has answered a few questions."),
         "",
         f"Machine: {os.cpu_count()} cores ({platform.machine()}, {platform.system()}, Python "
         f"{platform.python_version()}); commit {commit()}; {time.strftime('%Y-%m-%d')}.",
@@ -178,6 +263,11 @@ def main() -> None:
         "",
         f"All: {len(every)} answers, {len(every) / elapsed:.1f}/s, p95 {p95:.2f} s, {total_errors} errors. "
         f"Target (0 errors, p95 ≤ 2 s): **{verdict}**.",
+        "",
+        f"Machine load average (1 / 5 / 15 min): {load_before} before the run, {load_after} after it "
+        f"({cores} cores). Server CPU time during the run: {server_cpu:.1f} s of {elapsed:.0f} s "
+        f"({100 * server_cpu / elapsed / cores:.0f}% of the machine), "
+        f"{server_cpu / max(1, len(every)) * 1000:.0f} ms per answer.",
     ])
     if total_errors:
         text += "\n\nFirst errors:\n\n" + "\n".join(f"- {e}" for e in (errors["chat"] + errors["ask"])[:5])
