@@ -144,8 +144,24 @@ def support_scores(
     holds; the weakest claim counts; clipped to 0..1 (1.0 when no claim of CLAIM_MIN_WORDS words cites it)."""
     claims = {n: [c for c in found if len(c.split()) >= CLAIM_MIN_WORDS]
               for n, found in claims_by_marker(answer.answer).items()}
+    # A claim that is a sentence of a cited abstract (as the offline writer's are, whole or cut with "…") reuses
+    # that sentence's vector; only the model's own wording is embedded.
+    known: dict[str, np.ndarray] = {}
+    for citation in answer.citations:
+        paper = papers.get(citation.doc_id)
+        if paper is not None:
+            sentences, sentence_vectors = sentences_of(paper)
+            known.update(zip(sentences, sentence_vectors))
     texts = sorted({c for found in claims.values() for c in found})
-    vectors = dict(zip(texts, embed(texts))) if texts else {}
+    vectors: dict[str, np.ndarray] = {c: known[c] for c in texts if c in known}
+    for claim in texts:
+        if claim not in vectors and claim.endswith("…"):
+            whole = next((s for s in known if s.startswith(claim[:-1].rstrip())), None)
+            if whole is not None:
+                vectors[claim] = known[whole]
+    rest = [c for c in texts if c not in vectors]
+    if rest:
+        vectors.update(zip(rest, embed(rest)))
     scores: dict[int, float] = {}
     for citation in answer.citations:
         paper = papers.get(citation.doc_id)

@@ -464,7 +464,7 @@ class OfflineComposer(PaperSynthesizer):
             return "Related work"
         centroid = np.mean([self.sentences.of(p.paper)[1].mean(axis=0) for p in members], axis=0)
         centroid /= max(float(np.linalg.norm(centroid)), 1e-9)
-        vectors = self.sentences.embedder.embed([surface[k] for k in candidates])
+        vectors = self.sentences.phrase_vectors([surface[k] for k in candidates])
         question_terms = {w.lower().rstrip("s") for w in _LABEL_WORD.findall(question)}
         scores = [
             float(v @ centroid) + 0.04 * inside[k] + (0.05 if " " in k else 0.0) - (0.1 if k in question_terms else 0.0)
