@@ -104,6 +104,8 @@ class Conversations:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         with closing(sqlite3.connect(self.path, timeout=10.0)) as db:
             db.execute("PRAGMA foreign_keys = ON")
+            # WAL with NORMAL sync: no fsync on every turn (a power cut may lose the last turns, never corrupt)
+            db.execute("PRAGMA synchronous = NORMAL")
             if not self._ready:
                 db.execute("PRAGMA journal_mode = WAL")
                 db.executescript(SCHEMA)
