@@ -33,8 +33,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check rag_bot tests bench app.py
 	$(BIN)/mypy rag_bot
 
+# docs/benchmarks.md + docs/benchmarks.png (bench/scale.py): the seeds and the 3,000-paper collection by default,
+# `make bench BENCH_ARGS=--full` for every size (build them first: bench/collections.py 3000 22000).
+BENCH_ARGS ?=
 bench: $(STAMP)
-	$(BIN)/python bench/bench_foundation.py
+	$(BIN)/python bench/scale.py --profile $(BENCH_ARGS)
 
 eval: $(STAMP)
 	$(BIN)/rag-bot eval

@@ -117,13 +117,19 @@ def main() -> int:
     ap.add_argument("--skip-dev", action="store_true")
     ap.add_argument("--skip-csfcube", action="store_true")
     args = ap.parse_args()
+    rows = []
     if not args.skip_dev:
         for layout, m in dev().items():
             m.pop("rows", None)
-            print(json.dumps({"set": "dev", "layout": layout} | m), flush=True)
+            rows.append({"set": "dev", "layout": layout} | m)
+            print(json.dumps(rows[-1]), flush=True)
     if not args.skip_csfcube and args.csfcube_store.exists():
         for key, m in csfcube(args.csfcube_store).items():
-            print(json.dumps({"set": "csfcube", "run": key} | m), flush=True)
+            rows.append({"set": "csfcube", "run": key} | m)
+            print(json.dumps(rows[-1]), flush=True)
+    (REPO / "bench" / "results").mkdir(exist_ok=True)
+    (REPO / "bench" / "results" / "vectors.json").write_text(json.dumps(
+        {"date": time.strftime("%Y-%m-%d %H:%M UTC"), "rows": rows}, indent=1))
     return 0
 
 
