@@ -381,7 +381,8 @@ def report(info: dict[str, Any], ingest: dict[str, Any] | None, rows: list[dict[
               f"| **ratio** | **{ingest['ratio']:.2f}x** | | |", "",
               f"Reference runs: {', '.join(f'{s:.1f} s' for s in ingest['reference_runs'])} "
               f"({ingest['reference_tokens_per_s']} tokens/s).", ""]
-    builds = [(r["size"], r["build"]) for r in rows if r.get("build")]
+    builds = [(r["size"], r["build"]) for r in rows if r.get("build") and not
+              str(r["build"].get("report", "")).startswith("0 added, 0 updated")]
     if builds:
         L += ["Full builds (bench/collections.py, `rag-bot`'s own ingest, timed when they were built; not "
               "interleaved with a reference):", "", "| collection | papers | seconds | papers/s | report |",
