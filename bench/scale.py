@@ -274,7 +274,23 @@ def cold_ask(store: Path, runs: int = 3) -> dict[str, Any]:
         peak = max(peak, rss)
         stats.append(timed_run([str(BIN / "rag-bot"), "stats"], env)[0])
     return {"ask_cold_s": min(asks), "ask_cold_median_s": statistics.median(asks), "ask_peak_mib": peak,
-            "stats_cold_s": min(stats), "ask_first_s": first}
+            "stats_cold_s": min(stats), "ask_first_s": first, "serve_ready_s": serve_ready(store)}
+
+
+def serve_ready(store: Path) -> float:
+    """`rag-bot serve`: process start until the chat answers its first HTTP request (bench/load.py's server)."""
+    import load
+
+    with tempfile.TemporaryDirectory() as work:
+        start = time.perf_counter()
+        proc, _ = load.start_server(store, Path(work))
+        seconds = time.perf_counter() - start
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    return seconds
 
 
 def build_info(store: Path) -> dict[str, Any]:
@@ -398,12 +414,12 @@ def report(info: dict[str, Any], ingest: dict[str, Any] | None, rows: list[dict[
           "(rag_bot/lexicon.py) against rebuilt from the store as every start did before (in-process, best of 3, "
           "interleaved).", "",
           "| papers | chunks | `ask` cold s (median) | `stats` cold s | `ask` peak RSS MiB | first `ask` after the "
-          "ingest s | lexicon from cache s | lexicon rebuilt s |", "|---|---|---|---|---|---|---|---|"]
+          "ingest s | chat ready s | lexicon from cache s | lexicon rebuilt s |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         L.append(f"| {r['papers']} | {r['chunks']} | {r.get('ask_cold_s', float('nan')):.2f} "
                  f"({r.get('ask_cold_median_s', float('nan')):.2f}) | "
                  f"{r.get('stats_cold_s', float('nan')):.2f} | {r.get('ask_peak_mib', float('nan')):.0f} | "
-                 f"{r.get('ask_first_s', float('nan')):.2f} | "
+                 f"{r.get('ask_first_s', float('nan')):.2f} | {r.get('serve_ready_s', float('nan')):.1f} | "
                  f"{r['lexicon_cache_s']:.3f} | {r['lexicon_rebuild_s']:.2f} |")
     L += ["", "## Latency (warm, one process per collection)", "",
           "Per question, interleaved: rag-bot retrieval (hybrid, the question embedded each time), the exact "
