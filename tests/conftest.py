@@ -54,3 +54,49 @@ def paper_with(engine, fragment: str) -> str:
     ]
     assert len(hits) == 1, f"{fragment!r} should identify exactly one seed paper, got {hits}"
     return hits[0]
+
+
+@pytest.fixture(scope="module")
+def stub():
+    """A stub of the OpenAI API on loopback (tests/openai_stub.py), one per test module."""
+    from tests.openai_stub import StubOpenAI
+
+    server = StubOpenAI()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def llm_engine(engine, stub, seed_storage):
+    """Build engines that write answers with the stub (sharing the session engine's index and retriever)."""
+    from rag_bot.engine import Engine
+    from rag_bot.settings import Settings
+
+    stub.reset()
+
+    def make(**overrides: object) -> Engine:
+        values: dict[str, object] = dict(storage=seed_storage, llm="openai", openai_base_url=stub.url,
+                                         openai_api_key="sk-test", llm_timeout=5.0, llm_retries=2)
+        values.update(overrides)
+        return Engine(Settings(**values), index=engine.index, retriever=engine.retriever,  # type: ignore[arg-type]
+                      sentences=engine.sentences)
+
+    return make
+
+
+@pytest.fixture(scope="module")
+def seed_list():
+    """The seed papers as the reader gives them."""
+    from rag_bot.corpus import read_paths
+
+    return read_paths([SEEDS]).papers
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    """One loaded model for the whole module (loading it is the slow part of opening an index)."""
+    from rag_bot.embedding import MiniLMEmbedding
+    from rag_bot.settings import Settings
+
+    defaults = Settings()
+    return MiniLMEmbedding(max_tokens=defaults.max_tokens, embed_batch_size=defaults.embed_batch_size)

@@ -13,27 +13,15 @@ from pathlib import Path
 import pytest
 
 import rag_bot.index as index_module
-from rag_bot.corpus import make_paper, read_paths
+from rag_bot.corpus import make_paper
 from rag_bot.embedding import MiniLMEmbedding
 from rag_bot.engine import Engine
 from rag_bot.index import PaperIndex, StoreError
 from rag_bot.settings import Settings
 
-from .conftest import SEEDS, free_port
+from .conftest import free_port
 
 BIN = Path(sys.executable).parent
-
-
-@pytest.fixture(scope="module")
-def seed_list():
-    return read_paths([SEEDS]).papers
-
-
-@pytest.fixture(scope="module")
-def embedder() -> MiniLMEmbedding:
-    """One loaded model for the whole module (loading it is the slow part of opening an index)."""
-    defaults = Settings()
-    return MiniLMEmbedding(max_tokens=defaults.max_tokens, embed_batch_size=defaults.embed_batch_size)
 
 
 def _index(storage: Path, embedder: MiniLMEmbedding) -> PaperIndex:

@@ -13,34 +13,17 @@ from rag_bot.engine import Engine
 from rag_bot.judge import JUDGE_ABSTRACT_CHARS, JUDGE_CANDIDATES, JUDGE_MAX_TOKENS, RelevanceJudge, parse_relevant
 from rag_bot.nodes import scored_paper
 from rag_bot.prompts import format_sources
-from rag_bot.settings import Settings
-from tests.test_llm import Reply, StubOpenAI, source_titles, user_prompt
+from tests.openai_stub import Reply, StubOpenAI, source_titles, user_prompt
 
 AREA = "Which papers study steering of model activations?"  # grounding: CorrSteer, SARSteer
 NAMED = "How does CorrSteer compare to other activation steering methods?"  # CorrSteer named, two unnamed
 ANSWER = "The first source answers it [1]."
 
 
-@pytest.fixture(scope="module")
-def stub():
-    server = StubOpenAI()
-    yield server
-    server.close()
-
-
 @pytest.fixture
-def llm_engine(engine, stub, seed_storage):
-    """Build engines that write answers (and judge relevance) with the stub, over the session engine's index."""
-    stub.reset()
-
-    def make(**overrides: object) -> Engine:
-        values: dict[str, object] = dict(storage=seed_storage, llm="openai", openai_base_url=stub.url,
-                                         openai_api_key="sk-test", llm_timeout=5.0, llm_retries=0)
-        values.update(overrides)
-        return Engine(Settings(**values), index=engine.index, retriever=engine.retriever,  # type: ignore[arg-type]
-                      sentences=engine.sentences)
-
-    return make
+def llm_engine(llm_engine):
+    """The shared stub-backed engines, without retries: a failing judge call falls back at once."""
+    return lambda **overrides: llm_engine(**{"llm_retries": 0, **overrides})
 
 
 def is_judge(body: dict) -> bool:

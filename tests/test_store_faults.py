@@ -14,8 +14,6 @@ from chromadb.api.models.Collection import Collection
 
 import rag_bot.index as index_module
 from rag_bot.cli import main
-from rag_bot.corpus import read_paths
-from rag_bot.embedding import MiniLMEmbedding
 from rag_bot.engine import Engine
 from rag_bot.errors import StoreError
 from rag_bot.index import PaperIndex, store_label
@@ -25,17 +23,6 @@ from .conftest import SEEDS
 
 BIN = Path(sys.executable).parent
 QUESTION = "How can federated LoRA fix rotational misalignment of client updates before averaging?"
-
-
-@pytest.fixture(scope="module")
-def seed_list():
-    return read_paths([SEEDS]).papers
-
-
-@pytest.fixture(scope="module")
-def embedder() -> MiniLMEmbedding:
-    defaults = Settings()
-    return MiniLMEmbedding(max_tokens=defaults.max_tokens, embed_batch_size=defaults.embed_batch_size)
 
 
 def _orphans(index: PaperIndex) -> set[str]:
