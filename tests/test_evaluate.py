@@ -9,7 +9,7 @@ import pytest
 from rag_bot.evaluate import Question, citation_integrity, evaluate, format_table
 from rag_bot.types import Answer, Citation
 
-KEYS = ["questions", "R@1", "R@5", "MRR@10", "summary/compare recall", "refusal accuracy", "false refusals",
+KEYS = ["questions", "R@1", "R@5", "MRR@10", "summary/compare recall", "topic precision", "refusal accuracy", "false refusals",
         "fact accuracy", "citation integrity", "latency p50 ms", "latency p95 ms", "rows"]
 
 
@@ -27,7 +27,7 @@ class ScriptedEngine:
     def __init__(self, answers: dict[str, Answer]) -> None:
         self.answers = answers
 
-    def ask(self, question: str, mode: Any = None) -> Answer:
+    def ask(self, question: str, mode: Any = None, filters: Any = None) -> Answer:
         return self.answers[question]
 
 
