@@ -103,10 +103,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
         questions[0].encode("utf-8")
     except UnicodeEncodeError:  # bytes that are not UTF-8 on the command line arrive as lone surrogates
         return _fail("the question is not valid UTF-8 text; check the terminal's encoding", 2)
-    try:
-        filters = _filters(args)
-    except ValueError as exc:
-        return _fail(str(exc), 2)
+    filters = _filters(args)
     from rag_bot.engine import Engine
 
     engine = Engine(settings)
@@ -141,11 +138,18 @@ def _references(engine: Any, answer: Any, fmt: str) -> str:
     return export(cited_papers([answer], engine.papers), fmt)  # type: ignore[arg-type]
 
 
+class BadFlag(ValueError):
+    """A flag's value cannot be used; `main` prints it as one line and exits with status 2."""
+
+
 def _filters(args: argparse.Namespace) -> Any:
-    """The --venue/--year/--author/--source flags as `Filters` (None when none is given); ValueError if bad."""
+    """The --venue/--year/--author/--source flags as `Filters` (None when none is given); `BadFlag` if bad."""
     from rag_bot.types import Filters
 
-    return Filters.parse(venue=args.venue, year=args.year, author=args.author, source=args.source)
+    try:
+        return Filters.parse(venue=args.venue, year=args.year, author=args.author, source=args.source)
+    except ValueError as exc:
+        raise BadFlag(str(exc)) from None
 
 
 def _add_filter_flags(p: argparse.ArgumentParser) -> None:
@@ -273,10 +277,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         return _fail(f"cannot read {path}: {exc.strerror}", 2)
     except ValueError as exc:
         return _fail(str(exc), 2)
-    try:
-        filters = _filters(args)
-    except ValueError as exc:
-        return _fail(str(exc), 2)
+    filters = _filters(args)
     engine = Engine(settings)
     engine.require_index()
     metrics = evaluate(engine, questions, filters=filters)
@@ -396,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
     except (NoIndexError, StoreError) as exc:
         log.debug("stopped", exc_info=True)
         return _fail(str(exc))
-    except EmptyQuestionError as exc:
+    except (EmptyQuestionError, BadFlag) as exc:
         return _fail(str(exc), 2)
     except KeyboardInterrupt:
         return _fail("interrupted; run the same command again to finish", 130)

@@ -175,26 +175,14 @@ class Engine:
         return report, result
 
     # --- questions ------------------------------------------------------------------------------------------
-    def ask(
-        self,
-        question: str,
-        mode: Mode | None = None,
-        history: Sequence[Turn] | None = None,
-        max_papers: int | None = None,
-        filters: Filters | None = None,
-    ) -> Answer:
+    def ask(self, question: str, mode: Mode | None = None, history: Sequence[Turn] | None = None,
+            max_papers: int | None = None, filters: Filters | None = None) -> Answer:
         """A cited answer (or a plain refusal) to a question, in the context of earlier turns, drawn only from the
         papers that pass `filters`."""
         return final_answer(self._answer(question, mode, history, max_papers, stream=False, filters=filters))
 
-    def stream(
-        self,
-        question: str,
-        mode: Mode | None = None,
-        history: Sequence[Turn] | None = None,
-        max_papers: int | None = None,
-        filters: Filters | None = None,
-    ) -> Iterator[str | Answer]:
+    def stream(self, question: str, mode: Mode | None = None, history: Sequence[Turn] | None = None,
+               max_papers: int | None = None, filters: Filters | None = None) -> Iterator[str | Answer]:
         """Text deltas of the answer as it is written, then the final (citation-checked) `Answer`.
 
         With an LLM the deltas are its tokens, already citation-checked; the final `Answer` is authoritative (if the

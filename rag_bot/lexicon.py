@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -34,15 +34,35 @@ from rag_bot.types import Paper
 log = logging.getLogger(__name__)
 
 FORMAT = 1  # bump when what is saved (or how BM25 tokenises) changes
+_V = TypeVar("_V")
 _FIELDS = ("title", "text", "source", "aliases", "links", "authors", "venue", "year", "url")
 
 
-class LazyPapers(Mapping[str, Paper]):
+class _ByRow(Mapping[str, _V]):
+    """A mapping keyed by doc_id over rows stored in arrays (row n = ids[n])."""
+
+    def __init__(self, ids: list[str]) -> None:
+        self._rows = {d: n for n, d in enumerate(ids)}
+        self._ids = ids
+
+    def __getitem__(self, doc_id: str) -> _V:
+        raise NotImplementedError
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._rows
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
+class LazyPapers(_ByRow[Paper]):
     """doc_id -> Paper, decoding a record (a JSON line in one memory-mapped blob) when it is first asked for."""
 
     def __init__(self, ids: list[str], blob: Any, offsets: np.ndarray) -> None:
-        self._rows = {d: n for n, d in enumerate(ids)}
-        self._ids = ids
+        super().__init__(ids)
         self._blob = blob
         self._offsets = offsets
         self._made: dict[str, Paper] = {}
@@ -55,22 +75,12 @@ class LazyPapers(Mapping[str, Paper]):
             paper = self._made[doc_id] = Paper(doc_id=doc_id, **dict(zip(_FIELDS, record)))
         return paper
 
-    def __contains__(self, doc_id: object) -> bool:
-        return doc_id in self._rows
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._ids)
-
-    def __len__(self) -> int:
-        return len(self._ids)
-
-
-class DocTerms(Mapping[str, set[str]]):
+class DocTerms(_ByRow[set[str]]):
     """doc_id -> its stemmed words, from a compressed sparse row matrix of term ids."""
 
     def __init__(self, ids: list[str], vocab: list[str], indptr: np.ndarray, indices: np.ndarray) -> None:
-        self._rows = {d: n for n, d in enumerate(ids)}
-        self._ids = ids
+        super().__init__(ids)
         self._vocab = vocab
         self._indptr = indptr
         self._indices = indices
@@ -79,15 +89,6 @@ class DocTerms(Mapping[str, set[str]]):
         row = self._rows[doc_id]
         vocab = self._vocab
         return {vocab[t] for t in self._indices[self._indptr[row]:self._indptr[row + 1]].tolist()}
-
-    def __contains__(self, doc_id: object) -> bool:
-        return doc_id in self._rows
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._ids)
-
-    def __len__(self) -> int:
-        return len(self._ids)
 
 
 class DocFreq(Mapping[str, int]):
