@@ -9,9 +9,9 @@ Faults (a full disk, an I/O error, a damaged `chroma.sqlite3`) reach callers as 
 store and the fix; chunks whose paper record is missing (left by a failed write) are removed at the next open or
 ingest, so the previous index keeps serving.
 
-A paper has one embedding pass: its chunks (title + chunk text). Its whole-paper vector is the normalised mean of
-its chunk vectors (docs/benchmarks.md: dev-set and CSFCube quality against a second pass over the abstract, at
-about half the ingest time). The papers collection's metadata carries a generation (changed by every ingest
+A paper's chunks (title + chunk text) are embedded, and its paper vector is either a second pass over its title and
+whole abstract (`paper_vector="whole"`, the default: the best dev-set figures) or the normalised mean of its chunk
+vectors (`"mean"`: one model pass, about half the ingest time, one dev question lost; docs/benchmarks.md). The papers collection's metadata carries a generation (changed by every ingest
 that writes) that keys the lexical cache (rag_bot/lexicon.py).
 """
 
@@ -263,7 +263,8 @@ class PaperIndex:
         self.write_failed = False
         self.splitter = SentenceSplitter(chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap)
         # Part of every paper's fingerprint: a change of model or chunking re-indexes everything.
-        self.index_version = f"{MODEL_NAME}/{settings.max_tokens}/{settings.chunk_size}/{settings.chunk_overlap}/v2"
+        self.index_version = f"{MODEL_NAME}/{settings.max_tokens}/{settings.chunk_size}/{settings.chunk_overlap}/v2" \
+            + ("-mean" if settings.paper_vector == "mean" else "")
         self._open()
         try:
             self.count()
@@ -544,11 +545,15 @@ class PaperIndex:
             paper_nodes = self.chunk_nodes(paper)
             counts[paper.doc_id] = len(paper_nodes)
             nodes.extend(paper_nodes)
-        # The title travels with every chunk (names live there). One model pass: a paper without chunks (no
-        # text) is embedded by its title; the others' paper vector is the mean of their chunk vectors.
+        # The title travels with every chunk (names live there). With paper_vector "mean", one model pass: a paper
+        # without chunks (no text) is embedded by its title, the others' paper vector is the mean of their chunk
+        # vectors. With "whole" (the default), every paper's title and whole abstract are embedded too.
         chunk_texts = [f"{n.metadata['title']}. {n.get_content()}" for n in nodes]
-        bare = [paper for paper, _ in batch if not counts[paper.doc_id]]
-        vectors = self.embedder.embed(chunk_texts + [paper.title or paper.doc_id for paper in bare])
+        whole = self.settings.paper_vector == "whole"
+        bare = [paper for paper, _ in batch if whole or not counts[paper.doc_id]]
+        vectors = self.embedder.embed(chunk_texts + [
+            f"{paper.title}. {clean_markup(paper.text)}" if whole else (paper.title or paper.doc_id) for paper in bare
+        ])
         for node, vector in zip(nodes, vectors[: len(nodes)]):
             node.embedding = vector.tolist()
         if nodes:
@@ -557,11 +562,11 @@ class PaperIndex:
         start, extra = 0, len(nodes)
         for paper, _ in batch:
             n = counts[paper.doc_id]
-            if n:
+            if n and not whole:
                 mean = vectors[start:start + n].mean(axis=0)
-                start += n
             else:
                 mean, extra = vectors[extra], extra + 1
+            start += n
             paper_vectors.append((mean / max(float(np.linalg.norm(mean)), 1e-12)).tolist())
         self.papers.upsert(
             ids=ids,

@@ -58,6 +58,10 @@ class Settings(BaseSettings):
     chunk_overlap: int = Field(32, description="Token overlap between consecutive chunks.")
     max_tokens: int = Field(256, description="Embedding model input limit (MiniLM was trained at 256).")
     embed_batch_size: int = Field(16, description="Texts per embedding batch.")
+    paper_vector: Literal["whole", "mean"] = Field(
+        "whole", description="A paper's own vector: its title and whole abstract embedded (best dev-set figures), or "
+        "the mean of its chunk vectors (one model pass: about half the ingest time; docs/benchmarks.md)."
+    )
 
     # --- retrieval --------------------------------------------------------------------------------
     top_k: int = Field(10, description="Papers returned by retrieval (the JSON lists up to 10).")
