@@ -1,7 +1,7 @@
 """Answer writers: sources -> streamed text and a checked, cited `Answer`. They never touch the store.
 
-`Composer` is the contract of every writer (the offline one here, the LLM one in rag_bot/llm.py).
-`PaperSynthesizer` is the llama-index response synthesizer both writers implement: it reads the ranked,
+`PaperSynthesizer` is the contract of every writer (the offline one here, the LLM one in rag_bot/llm.py): the
+llama-index response synthesizer both writers implement; it reads the ranked,
 grounded paper nodes of the query engine and lets the writer write from the marked sources, or declines.
 The offline writer is extractive, deterministic and cited: no network and no LLM.
 """
@@ -13,7 +13,7 @@ import re
 from abc import abstractmethod
 from collections import Counter
 from collections.abc import Generator, Iterator, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 from llama_index.core.base.response.schema import StreamingResponse
@@ -151,24 +151,6 @@ class WriterUnavailable(RuntimeError):
     """A writer could not write the answer; the message is the one-line reason shown to the user."""
 
 
-class Composer(Protocol):
-    """What the engine needs of an answer writer."""
-
-    @property
-    def name(self) -> str:
-        """"offline", or the model that writes (reported as the answer's `llm`)."""
-        ...
-
-    def write(self, question: str, mode: Mode, sources: Sequence[ScoredPaper], stream: bool) -> Iterator[str | Answer]:
-        """Text deltas of a cited answer from the sources, then the checked `Answer` (its `retrieved` is filled in
-        by the caller); raises `WriterUnavailable` when it cannot."""
-        ...
-
-    def rewrite_question(self, question: str, history: Sequence[tuple[str, str]]) -> str | None:
-        """A follow-up rewritten into a standalone question, or None when the writer cannot."""
-        ...
-
-
 def word_deltas(text: str) -> list[str]:
     """A whole text as word-sized stream deltas, so every surface handles one kind of answer stream."""
     return re.findall(r"\S+\s*|\s+", text)
@@ -208,14 +190,15 @@ class PaperSynthesizer(BaseSynthesizer):
     @property
     @abstractmethod
     def name(self) -> str:
-        """"offline", or the model that writes."""
+        """"offline", or the model that writes (reported as the answer's `llm`)."""
 
     @abstractmethod
     def write(self, question: str, mode: Mode, sources: Sequence[ScoredPaper], stream: bool) -> Iterator[str | Answer]:
-        """See `Composer.write`."""
+        """Text deltas of a cited answer from the sources, then the checked `Answer` (its `retrieved` is filled in
+        by the caller); raises `WriterUnavailable` when it cannot."""
 
     def rewrite_question(self, question: str, history: Sequence[tuple[str, str]]) -> str | None:
-        """See `Composer.rewrite_question` (a writer without a model cannot rewrite)."""
+        """A follow-up rewritten into a standalone question, or None when the writer cannot (no model)."""
         return None
 
     def synthesize(self, query: Any, nodes: list[NodeWithScore], additional_source_nodes: Any = None,
