@@ -224,7 +224,13 @@ class GroundingPostprocessor(BaseNodePostprocessor):
         """The grounding decision for a question's ranked papers (the question's topic, without the words that ask
         for a mode, is what evidence and relevance are measured against)."""
         topic_vector = self.sentences.query_vector(topic_query(query.question))
-        return ground(topic_vector, papers, query.mode, lambda paper: self.sentences.of(paper)[1], self.settings,
+        # Papers whose sentences are scored are embedded together, a group at its first use: the evidence score's top
+        # papers, then (when grounded) an area's candidates.
+        reach = max(self.settings.min_score, max((p.similarity for p in papers), default=0.0) - AREA_REACH)
+        sentence_vectors = self.sentences.batched(
+            [p.paper for p in papers[:EVIDENCE_PAPERS]],
+            [p.paper for p in papers if query.mode != "ask" and not p.named and p.similarity >= reach])
+        return ground(topic_vector, papers, query.mode, sentence_vectors, self.settings,
                       query.max_papers, topic_vector=topic_vector, topic=topic_query(query.question))
 
     def _postprocess_nodes(

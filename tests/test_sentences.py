@@ -1,0 +1,162 @@
+"""Sentence vectors: embedded once per paper ever (persisted in `<name>_sentences`), batched across a question's
+papers, never stale after an abstract changes, and never a reason for an answer to fail or differ."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rag_bot.embedding import MiniLMEmbedding
+from rag_bot.engine import Engine
+from rag_bot.index import PaperIndex
+from rag_bot.sentences import SentenceIndex, paper_sentences
+from rag_bot.settings import Settings
+
+QUESTIONS = (
+    "How does CorrSteer select features for steering?",
+    "summarize the work on speculative decoding",
+    "What is the best recipe for sourdough bread?",
+)
+
+
+class Counting:
+    """Counts the model calls of the real embedder (and the texts embedded)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.texts = 0
+
+
+@pytest.fixture
+def store(seed_storage: Path, tmp_path: Path) -> Path:
+    """A private copy of the seed store (tests write its sentence collection)."""
+    copy = tmp_path / "store"
+    shutil.copytree(seed_storage, copy)
+    return copy
+
+
+@pytest.fixture
+def index(store: Path, engine) -> PaperIndex:
+    return PaperIndex(Settings(storage=store), embedder=engine.index.embedder)
+
+
+@pytest.fixture
+def counting(index: PaperIndex, monkeypatch: pytest.MonkeyPatch) -> Counting:
+    spy = Counting()
+    real = MiniLMEmbedding.embed
+
+    def embed(model: MiniLMEmbedding, texts: list[str]) -> np.ndarray:
+        spy.calls += 1
+        spy.texts += len(texts)
+        return real(model, texts)
+
+    monkeypatch.setattr(MiniLMEmbedding, "embed", embed)
+    return spy
+
+
+def papers_of(index: PaperIndex, n: int):
+    return sorted(index.all_papers(), key=lambda p: p.doc_id)[:n]
+
+
+def test_a_papers_sentences_are_embedded_once_ever(index: PaperIndex, counting: Counting) -> None:
+    papers = papers_of(index, 5)
+    first = SentenceIndex(index.embedder, store=index)
+    computed = [first.of(p) for p in papers]
+    assert counting.calls == 5
+    later = SentenceIndex(index.embedder, store=index)  # a new process on the same store
+    again = [later.of(p) for p in papers]
+    assert counting.calls == 5, "a later index re-embedded sentences the store holds"
+    for (sentences, vectors), (sentences2, vectors2), paper in zip(computed, again, papers):
+        assert sentences == sentences2 == paper_sentences(paper)
+        assert np.array_equal(vectors, vectors2), "persisted vectors differ from the computed ones"
+        assert vectors.shape == (len(sentences), 384)
+
+
+def test_a_questions_papers_are_embedded_in_one_model_call(index: PaperIndex, counting: Counting) -> None:
+    papers = papers_of(index, 6)
+    batched = SentenceIndex(index.embedder)
+    batched.prefetch(papers)
+    assert counting.calls == 1
+    assert counting.texts == sum(len(paper_sentences(p)) for p in papers)
+    one_by_one = SentenceIndex(index.embedder)
+    for paper in papers:
+        assert np.array_equal(batched.of(paper)[1], one_by_one.of(paper)[1])
+    assert counting.calls == 1 + len(papers)
+
+
+def test_a_group_is_embedded_together_at_the_first_use_of_one_of_its_papers(
+    index: PaperIndex, counting: Counting
+) -> None:
+    papers = papers_of(index, 7)
+    sentences = SentenceIndex(index.embedder)
+    vectors = sentences.batched(papers[:3], papers[3:6])
+    vectors(papers[1])
+    assert counting.calls == 1 and counting.texts == sum(len(paper_sentences(p)) for p in papers[:3])
+    vectors(papers[0]), vectors(papers[2])
+    assert counting.calls == 1
+    vectors(papers[4])  # the second group, all at once
+    vectors(papers[3]), vectors(papers[5])
+    assert counting.calls == 2
+    vectors(papers[6])  # in no group: alone
+    assert counting.calls == 3
+
+
+def test_a_changed_abstract_gets_fresh_vectors(index: PaperIndex, counting: Counting) -> None:
+    paper = papers_of(index, 1)[0]
+    SentenceIndex(index.embedder, store=index).of(paper)
+    changed = paper.model_copy(update={"text": "A new first sentence about tokamak plasma control. " + paper.text})
+    sentences, vectors = SentenceIndex(index.embedder, store=index).of(changed)
+    assert sentences[0] == "A new first sentence about tokamak plasma control."
+    assert counting.calls == 2
+    fresh = SentenceIndex(index.embedder).of(changed)[1]
+    assert np.array_equal(vectors, fresh)
+    # The new vectors replaced the old ones in the store: the changed paper is not embedded again.
+    SentenceIndex(index.embedder, store=index).of(changed)
+    assert counting.calls == 3  # only the `fresh` comparison above embedded
+
+
+def test_fill_embeds_only_what_the_store_lacks(index: PaperIndex, counting: Counting) -> None:
+    papers = index.all_papers()
+    sentences = SentenceIndex(index.embedder, store=index)
+    sentences.of(papers[0])
+    assert sentences.fill(papers) == len(papers) - 1
+    assert sentences.store is not None and sentences.store.count() == len(papers)
+    assert sentences.fill(papers) == 0
+
+
+def test_answers_are_the_same_with_the_persisted_vectors(store: Path, engine) -> None:
+    index = PaperIndex(Settings(storage=store), embedder=engine.index.embedder)
+    plain = Engine(Settings(storage=store), index=index, sentences=SentenceIndex(index.embedder))
+    fill = Engine(Settings(storage=store), index=index, sentences=SentenceIndex(index.embedder, store=index))
+    reused = Engine(Settings(storage=store), index=index, sentences=SentenceIndex(index.embedder, store=index))
+    for question in QUESTIONS:
+        expected = plain.ask(question)
+        for answers in (fill, reused):  # first use (computed and written), then read back from the store
+            got = answers.ask(question)
+            assert got.grounded == expected.grounded
+            assert got.answer == expected.answer
+            assert [(c.doc_id, c.quote, c.support) for c in got.citations] == \
+                   [(c.doc_id, c.quote, c.support) for c in expected.citations]
+
+
+def test_a_failing_sentence_store_only_costs_time(
+    index: PaperIndex, counting: Counting, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    sentences = SentenceIndex(index.embedder, store=index)
+    assert sentences.store is not None
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise OSError("disk I/O error")
+
+    monkeypatch.setattr(sentences.store, "_open", broken)
+    paper = papers_of(index, 1)[0]
+    with caplog.at_level(logging.WARNING, logger="rag_bot.sentences"):
+        got, vectors = sentences.of(paper)
+    assert got == paper_sentences(paper) and vectors.shape == (len(got), 384)
+    assert "could not be read" in caplog.text
+    engine = Engine(Settings(storage=index.settings.storage), index=index, sentences=sentences)
+    assert engine.ask(QUESTIONS[0]).grounded
