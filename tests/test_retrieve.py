@@ -122,3 +122,19 @@ def test_dense_mode_keeps_the_word_coverage_grounding_needs(seed_storage, engine
     top = dense.retriever.retrieve_papers(question)[0]
     assert top.coverage > 0.3, "the lexical statistics exist even when only the dense ranking is used"
     assert top.coverage == engine.retriever.retrieve_papers(question)[0].coverage
+
+
+def test_a_name_only_one_abstract_mentions_finds_that_paper(engine):
+    # EvoClaw is the benchmark of the DeepCommit abstract ("These executable sequences enable EvoClaw, …"): not
+    # one of the paper's derived names, but no other abstract has the word, so asking about it names the paper.
+    expected = paper_with(engine, "EvoClaw")
+    assert "EvoClaw" not in engine.retriever.papers[expected].aliases
+    ranked = engine.retriever.retrieve_papers("What is the Evo-Claw benchmark measuring?")
+    assert ranked[0].paper.doc_id == expected and ranked[0].named
+
+
+def test_a_name_several_abstracts_mention_names_none_of_them(engine):
+    holders = [d for d, p in engine.retriever.papers.items() if "LoRA" in p.text]
+    assert len(holders) >= 2  # the word is shared, so it points at no single paper
+    ranked = engine.retriever.retrieve_papers("which papers use LoRA adapters?")
+    assert not any(sp.named for sp in ranked)
