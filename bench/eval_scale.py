@@ -21,7 +21,43 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PARTIAL = ROOT / "tests" / "data" / "partial_questions.jsonl"
 KEYS = ("R@1", "R@5", "MRR@10", "refusal accuracy", "false refusals", "summary/compare recall", "topic precision",
+        "labelled topic precision",
         "citation integrity", "latency p50 ms", "latency p95 ms")
+
+
+LABELS = ROOT / "bench" / "data" / "topic_labels.jsonl"
+
+
+def labelled_precision(engine, metrics: dict[str, object]) -> dict[str, object]:
+    """Topic precision of the summaries and comparisons with the cited distractors judged, not assumed off topic.
+
+    bench/data/topic_labels.jsonl holds one judgement per (question, cited distractor), made by reading the
+    abstract: is it about the question's topic? A paper of the question's expected set counts as on topic; a
+    cited distractor without a judgement is counted apart (label it and rerun)."""
+    labels = {}
+    if LABELS.exists():
+        for line in LABELS.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                d = json.loads(line)
+                labels[(d["id"], d["title"])] = bool(d["on_topic"])
+    expected = {json.loads(line)["id"]: set(json.loads(line)["expected"])
+                for line in (ROOT / "tests" / "data" / "dev_questions.jsonl").read_text().splitlines() if line.strip()}
+    per_question, unlabelled = [], []
+    for row in metrics["rows"]:  # type: ignore[union-attr]
+        judged = []
+        for doc_id in row.get("cited", []):
+            if doc_id in expected[row["id"]]:
+                judged.append(True)
+                continue
+            label = labels.get((row["id"], engine.papers[doc_id].title))
+            if label is None:
+                unlabelled.append(f"{row['id']}: {engine.papers[doc_id].title}")
+            else:
+                judged.append(label)
+        if judged:
+            per_question.append(sum(judged) / len(judged))
+    value = round(sum(per_question) / len(per_question), 3) if per_question else None
+    return {"labelled topic precision": value, "unlabelled": unlabelled}
 
 
 def partial_scores(engine) -> dict[str, object]:
@@ -54,14 +90,17 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         seeds = Engine(Settings(storage=Path(tmp)))
         seeds.ingest([ROOT / "seeds"])
-        results.append(("38 (seeds)", evaluate(seeds, questions), partial_scores(seeds)))
+        metrics = evaluate(seeds, questions)
+        results.append(("38 (seeds)", metrics | labelled_precision(seeds, metrics), partial_scores(seeds)))
         for size in args.sizes:
             store = ROOT / "storage" / f"bench-{size}"  # built by bench/collections.py
             if not (store / "chroma.sqlite3").exists():
                 print(f"skipped {size}: {store} not built (python bench/collections.py {size})", file=sys.stderr)
                 continue
             engine = Engine(Settings(storage=store))
-            results.append((f"{engine.index.count()}", evaluate(engine, questions), partial_scores(engine)))
+            metrics = evaluate(engine, questions)
+            results.append((f"{engine.index.count()}", metrics | labelled_precision(engine, metrics),
+                            partial_scores(engine)))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
     lines = [f"# Quality at size\n\nDev set (`tests/data/dev_questions.jsonl`) and partial questions "
@@ -71,6 +110,12 @@ def main() -> int:
     for label, metrics, partial in results:
         lines.append(f"| {label} | " + " | ".join(str(metrics.get(k)) for k in KEYS)
                      + f" | {partial['partial stated']} | {partial['controls wrongly stated']} |")
+    lines += ["", "Topic precision counts every cited paper outside a question's expected set as off topic: with real "
+              "distractors that is only a lower bound. `labelled topic precision` uses the judgements of "
+              "bench/data/topic_labels.jsonl (each cited distractor read and judged on or off the question's topic); "
+              "cited distractors not yet judged are listed here:", ""]
+    for label, metrics, _ in results[1:]:
+        lines.append(f"- {label} papers: " + ("; ".join(metrics["unlabelled"]) or "none"))
     for label, _, partial in results[1:]:
         lines += ["", f"Partial questions at {label} papers:", ""]
         lines += [f"- {r['id']}: {'states the gap' if r['states_missing'] else 'no statement'}; "

@@ -90,6 +90,7 @@ def evaluate(engine: Engine, questions: list[Question], filters: Filters | None 
             recall = metrics.recall_at_k(cited, q.expected)
             set_recall.append(recall)
             row["recall"] = recall
+            row["cited"] = cited
             if cited:  # topic precision: the share of cited papers that are about the question's topic
                 on_topic = len(set(cited) & set(q.expected)) / len(set(cited))
                 topic_precision.append(on_topic)
