@@ -233,6 +233,9 @@ def mask_credentials(text: str) -> str:
 # --- the concepts of a question ------------------------------------------------------------------------
 # Where a question joins two concepts ("sparse autoencoders for vision transformers"); "and"/"of" are left alone:
 # they join parts of one concept more often than two ("inference and serving", "cost of the KV cache").
+# "apply X to Y", "use X to steer Y", "X used to design Y": the same join as "X for Y".
+_APPLIED_TO = re.compile(r"\b(?:apply|applies|applying|applied|use|uses|using|used)\s+(.+?)\s+to\s+",
+                         re.IGNORECASE)
 _CONCEPT_JOINS = re.compile(r"\s+(?:for|in|with|using|via|applied to|on)\s+", re.IGNORECASE)
 # Words too general to tell a concept apart: every abstract of the field has them.
 _GENERAL = set(
@@ -265,7 +268,7 @@ def question_concepts(topic: str) -> list[tuple[str, set[str], bool]]:
     """The concepts a question's topic joins, each with its distinctive stems and whether it is made of general
     words only: "speculative decoding for speech recognition" -> [("speculative decoding", {specul, decod}, False),
     ("speech recognition", {speech, recognit}, False)]."""
-    topic = topic.strip(" ?.!")
+    topic = _APPLIED_TO.sub(r"\1 for ", topic.strip(" ?.!"))
     if len(topic.split()) > CONCEPT_TOPIC_WORDS:
         return []  # a long question describes one need in many words; it is not a join of short concepts
     concepts = []

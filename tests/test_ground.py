@@ -136,3 +136,14 @@ def test_a_join_of_concepts_no_paper_holds_is_said_first():
                                        [paper("llm", "Large language models are trained on text.")])
     assert note == "No paper in the collection covers protein design." and chosen == []
     assert missing_combination("a long question " * 5 + "for protein design", [sae], [sae]) == ("", [sae])
+
+
+def test_apply_x_to_y_is_the_same_join_as_x_for_y():
+    from rag_bot.ground import missing_combination
+
+    kv = ScoredPaper(paper=Paper(doc_id="kv", title="kv", text="We compress the KV cache of long-context models.",
+                                 source="s"), score=1.0, similarity=0.5)
+    note, chosen = missing_combination("apply KV cache compression to mortgage pricing", [kv], [kv])
+    assert note.startswith("No paper in the collection covers mortgage pricing") and chosen == [kv]
+    note, _ = missing_combination("KV cache compression applied to mortgage pricing", [kv], [kv])
+    assert note.startswith("No paper in the collection covers mortgage pricing")
