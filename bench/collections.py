@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import resource
 import sys
 import tempfile
 import time
@@ -50,7 +51,10 @@ def build(size: int) -> Path:
         start = time.perf_counter()
         report, result = engine.ingest([ROOT / "seeds", extra])
         seconds = time.perf_counter() - start
-    info = {"size": size, "papers": engine.index.count(), "report": str(report), "seconds": round(seconds, 1)}
+    # Peak resident memory of this process (the ingest streams its input: bounded whatever the size).
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    info = {"size": size, "papers": engine.index.count(), "report": str(report), "seconds": round(seconds, 1),
+            "peak_rss_mib": round(peak)}
     (store / "bench-build.json").write_text(json.dumps(info))
     print(json.dumps(info))
     return store

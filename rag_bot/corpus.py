@@ -1,4 +1,9 @@
-"""Reading corpus files (seed .txt, .jsonl, .jsonl.gz, .csv) into `Paper`s, reporting bad input with file and line."""
+"""Reading corpus files (seed .txt, .jsonl, .jsonl.gz, .csv) into `Paper`s, reporting bad input with file and line.
+
+`read_paths` holds every paper it read; `scan_paths` (what an ingest uses) reads the files once for their problems
+and count and gives a `PaperStream` that reads them again, record by record, whenever it is iterated: JSON Lines
+files (plain or gzipped, the format of large collections) are decoded as a stream, so memory does not grow with
+the input."""
 
 from __future__ import annotations
 
@@ -12,10 +17,10 @@ import os
 import re
 import stat
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from rag_bot.settings import Settings
 from rag_bot.text import derive_title, find_links, introduced_names
@@ -104,23 +109,100 @@ def _file_problem(path: Path) -> str | None:
     return None
 
 
-def _decode(data: bytes) -> tuple[str, str] | None:
-    """The text and the name of its encoding (by its byte-order mark, else UTF-8), or None for a binary file.
+SNIFF_BYTES = 8192
 
-    Undecodable bytes become lone surrogates (U+DC00 + byte), reported and replaced per line by `_read_text`."""
+
+def _sniff(head: bytes) -> tuple[int, str] | None:
+    """(length of the byte-order mark, codec) of a text starting with `head` (by its byte-order mark, else UTF-8),
+    or None for a binary file."""
     for bom, encoding in BOMS:
-        if data.startswith(bom):
-            return data[len(bom):].decode(encoding, errors=DECODE_ERRORS), encoding.upper()
-    sample = data[:8192]
+        if head.startswith(bom):
+            return len(bom), encoding
+    sample = head[:SNIFF_BYTES]
     if b"\x00" in sample:
         # UTF-16 without a byte-order mark: ASCII-range text has a NUL in every other byte, never in the others.
         even, odd = sample[0::2].count(0), sample[1::2].count(0)
         if odd >= len(sample) // 4 and even == 0:
-            return data.decode("utf-16-le", errors=DECODE_ERRORS), "UTF-16-LE"
+            return 0, "utf-16-le"
         if even >= len(sample) // 4 and odd == 0:
-            return data.decode("utf-16-be", errors=DECODE_ERRORS), "UTF-16-BE"
+            return 0, "utf-16-be"
         return None
-    return data.decode("utf-8", errors=DECODE_ERRORS), "UTF-8"
+    return 0, "utf-8"
+
+
+def _decode(data: bytes) -> tuple[str, str] | None:
+    """The text and the name of its encoding (by its byte-order mark, else UTF-8), or None for a binary file.
+
+    Undecodable bytes become lone surrogates (U+DC00 + byte), reported and replaced per line by `_read_text`."""
+    sniffed = _sniff(data)
+    if sniffed is None:
+        return None
+    skip, codec = sniffed
+    return data[skip:].decode(codec, errors=DECODE_ERRORS), codec.upper()
+
+
+def _check_gzip(path: Path) -> str | None:
+    """Why a gzip file is not read: not readable as gzip, or unpacking to over `MAX_FILE_BYTES` (checked by
+    unpacking it once as a stream, nothing kept)."""
+    total = 0
+    try:
+        with gzip.open(path, "rb") as packed:
+            while chunk := packed.read(1 << 20):
+                total += len(chunk)
+                if total > MAX_FILE_BYTES:
+                    return f"unpacks to over {_size(MAX_FILE_BYTES)}; skipped"
+    except (OSError, EOFError, zlib.error) as exc:
+        return f"not a readable gzip file ({exc})"
+    return None
+
+
+class _Joined(io.RawIOBase):
+    """A byte stream: `head`, then the rest of `stream` (what was read to sniff the encoding is not lost)."""
+
+    def __init__(self, head: bytes, stream: Any) -> None:
+        self._head = memoryview(head)
+        self._stream = stream
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        if len(self._head):
+            n = min(len(buffer), len(self._head))
+            buffer[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        data = self._stream.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+
+def _stream_lines(path: Path) -> Iterator[tuple[int, str] | Problem]:
+    """The lines of a text file (plain or gzipped) as (line number, line) without their line ending, decoded as a
+    stream (lines split at `\n`, `\r\n` or `\r` only, like `_lines`), with the file's problems: a line holding
+    bytes that are not text is reported and read with U+FFFD in their place."""
+    problem = _file_problem(path)
+    if problem is None and _suffix(path) == ".jsonl.gz":
+        problem = _check_gzip(path)
+    if problem:
+        yield Problem(path=str(path), message=problem)
+        return
+    with (gzip.open(path, "rb") if _suffix(path) == ".jsonl.gz" else path.open("rb")) as raw:
+        head = raw.read(SNIFF_BYTES)
+        sniffed = _sniff(head)
+        if sniffed is None:
+            yield Problem(path=str(path), message="binary file, not text; skipped")
+            return
+        skip, codec = sniffed
+        text = io.TextIOWrapper(io.BufferedReader(_Joined(head[skip:], raw)), encoding=codec,
+                                errors=DECODE_ERRORS, newline="")
+        for lineno, line in enumerate(text, start=1):
+            line = line.rstrip("\r\n")
+            if SURROGATES.search(line):
+                yield Problem(path=str(path), line=lineno,
+                              message=f"not {codec.upper()} text (invalid bytes shown as \ufffd)")
+                line = SURROGATES.sub("\ufffd", line)
+            yield lineno, line
 
 
 def _read_text(path: Path, result: ReadResult) -> str | None:
@@ -334,34 +416,49 @@ def venue_and_year(header: str) -> tuple[str | None, int | None]:
 def read_jsonl_file(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> ReadResult:
     """JSON Lines (optionally gzipped) records with `id`, `title`, `abstract` and optional metadata."""
     result = ReadResult(files=1)
-    text = _read_text(path, result)
-    if text is None:
-        return result
+    for item in _iter_jsonl(path, max_chars):
+        if isinstance(item, Problem):
+            result.problems.append(item)
+        else:
+            result.papers.append(item)
+    return _by_line(result)
+
+
+def _iter_jsonl(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> Iterator[Paper | Problem]:
+    """The papers and problems of a JSON Lines file, record by record (the file is read as a stream)."""
     seen: set[str] = set()
     records = 0
-    for lineno, line in enumerate(_lines(text), start=1):
+    for item in _stream_lines(path):
+        if isinstance(item, Problem):
+            yield item
+            if item.line is None:
+                return
+            continue
+        lineno, line = item
         if not line.strip():
             continue
         records += 1
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            result.problems.append(Problem(path=str(path), line=lineno, message=f"bad JSON ({exc.msg})"))
+            yield Problem(path=str(path), line=lineno, message=f"bad JSON ({exc.msg})")
             continue
         if not isinstance(record, dict):
-            result.problems.append(Problem(path=str(path), line=lineno, message="not a JSON object"))
+            yield Problem(path=str(path), line=lineno, message="not a JSON object")
             continue
+        one = ReadResult()
         if _replace_surrogates(record) != record:
-            result.problems.append(Problem(
+            one.problems.append(Problem(
                 path=str(path), line=lineno, message="invalid character (lone surrogate escape) shown as \ufffd"
             ))
         cleaned = cast("dict[str, object]", _clean_value(record))
         if cleaned != _replace_surrogates(record):
-            result.problems.append(Problem(path=str(path), line=lineno, message=CLEANED))
-        _add_record(cleaned, path, lineno, seen, result, max_chars)
+            one.problems.append(Problem(path=str(path), line=lineno, message=CLEANED))
+        _add_record(cleaned, path, lineno, seen, one, max_chars)
+        yield from one.problems
+        yield from one.papers
     if not records:
-        result.problems.append(Problem(path=str(path), message="no records"))
-    return _by_line(result)
+        yield Problem(path=str(path), message="no records")
 
 
 def _add_record(
@@ -551,10 +648,8 @@ def _expand(path: Path) -> list[Path | Problem]:
     return [Problem(path=str(path), message="no such file or folder")]
 
 
-def read_paths(paths: Iterable[Path], max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> ReadResult:
-    """All papers in the given files and folders (folders: their corpus files, sorted by name); a file named twice
-    is read once. Seed files sharing a stem get distinct ids by `seed_names`."""
-    result = ReadResult()
+def _plan(paths: Iterable[Path]) -> list[tuple[Path, str | None, str | None] | Problem]:
+    """The files the paths name, each once (with its seed id prefix and source name), or their problems."""
     items: list[Path | Problem] = []
     for path in paths:
         try:
@@ -571,22 +666,103 @@ def read_paths(paths: Iterable[Path], max_chars: int = DEFAULT_MAX_ABSTRACT_CHAR
             seen.add(real)
         unique_items.append(item)
     names = seed_names(item for item in unique_items if isinstance(item, Path))
-    for item in unique_items:
+    return [item if isinstance(item, Problem) else (item, *names.get(item, (None, None))) for item in unique_items]
+
+
+def iter_file(
+    path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS, doc_prefix: str | None = None, source: str | None = None
+) -> Iterator[Paper | Problem]:
+    """One corpus file's papers and problems as they are read: JSON Lines as a stream, other files (seed and CSV
+    files, small) read whole by `read_file`."""
+    if _suffix(path) not in (".jsonl", ".jsonl.gz"):
+        result = read_file(path, max_chars, doc_prefix, source)
+        yield from result.problems
+        yield from result.papers
+        return
+    try:
+        yield from _iter_jsonl(path, max_chars)
+    except OSError as exc:
+        yield Problem(path=str(path), message=f"cannot read ({exc.strerror or exc})")
+
+
+class PaperStream(list[Paper]):
+    """The papers of some files, read again from the files each time it is iterated (never all held): what
+    `scan_paths` gives as `ReadResult.papers`. `len()` is the number of papers the scan found; it cannot be
+    indexed. A file that changed since the scan is read as it is now."""
+
+    def __init__(self, plan: list[tuple[Path, str | None, str | None] | Problem], max_chars: int, count: int) -> None:
+        super().__init__()
+        self._plan = plan
+        self._max_chars = max_chars
+        self._count = count
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __bool__(self) -> bool:
+        return self._count > 0
+
+    def __iter__(self) -> Iterator[Paper]:
+        ids: set[str] = set()
+        for item in self._plan:
+            if isinstance(item, Problem):
+                continue
+            path, prefix, source = item
+            for got in iter_file(path, self._max_chars, prefix, source):
+                if isinstance(got, Paper) and got.doc_id not in ids:
+                    ids.add(got.doc_id)
+                    yield got
+
+    def __getitem__(self, index: object) -> Paper:  # type: ignore[override]
+        raise TypeError("a PaperStream is read in order; iterate over it")
+
+    def __repr__(self) -> str:
+        return f"PaperStream({self._count} papers)"
+
+
+def _read(paths: Iterable[Path], max_chars: int, keep: bool) -> ReadResult:
+    """Every file's problems (each file's in the order of their lines), and its papers (kept, or counted)."""
+    result = ReadResult()
+    plan = _plan(paths)
+    ids: set[str] = set()
+    duplicates: list[Problem] = []
+    kept: list[Paper] = []
+    count = 0
+    for item in plan:
         if isinstance(item, Problem):
             result.problems.append(item)
-        else:
-            prefix, source = names.get(item, (None, None))
-            result.extend(read_file(item, max_chars, doc_prefix=prefix, source=source))
-    ids: set[str] = set()
-    unique: list[Paper] = []
-    for paper in result.papers:
-        if paper.doc_id in ids:
-            result.problems.append(Problem(path=paper.source, message=f"duplicate id {paper.doc_id!r}; kept the first"))
             continue
-        ids.add(paper.doc_id)
-        unique.append(paper)
-    result.papers = unique
-    log.info("read %d papers from %d files (%d problems)", len(unique), result.files, len(result.problems))
+        path, prefix, source = item
+        one = ReadResult(files=1 if _suffix(path) in SUFFIXES else 0)
+        for got in iter_file(path, max_chars, prefix, source):
+            if isinstance(got, Problem):
+                if got.message.startswith("cannot read ("):
+                    one.files = 0
+                one.problems.append(got)
+            elif got.doc_id in ids:
+                duplicates.append(Problem(path=got.source, message=f"duplicate id {got.doc_id!r}; kept the first"))
+            else:
+                ids.add(got.doc_id)
+                count += 1
+                if keep:
+                    kept.append(got)
+        result.extend(_by_line(one))
+    result.problems.extend(duplicates)
+    result.papers = kept if keep else PaperStream(plan, max_chars, count)
+    log.info("read %d papers from %d files (%d problems)", count, result.files, len(result.problems))
     for problem in result.problems:
         log.debug("input problem: %s", problem)
     return result
+
+
+def read_paths(paths: Iterable[Path], max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> ReadResult:
+    """All papers in the given files and folders (folders: their corpus files, sorted by name); a file named twice
+    is read once. Seed files sharing a stem get distinct ids by `seed_names`."""
+    return _read(paths, max_chars, keep=True)
+
+
+def scan_paths(paths: Iterable[Path], max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> ReadResult:
+    """As `read_paths`, but holding no paper: the files are read once for their problems and the number of papers,
+    and `papers` is a `PaperStream` that reads them again as it is iterated (an ingest of any size in bounded
+    memory)."""
+    return _read(paths, max_chars, keep=False)

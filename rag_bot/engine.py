@@ -19,7 +19,7 @@ from typing import Any
 from llama_index.core.query_engine import RetrieverQueryEngine
 
 from rag_bot.compose import OfflineComposer, PaperSynthesizer, WriterUnavailable, detect_mode
-from rag_bot.corpus import ReadResult, read_paths
+from rag_bot.corpus import ReadResult, scan_paths
 from rag_bot.errors import EmptyQuestionError, NoIndexError
 from rag_bot.ground import Grounding, GroundingPostprocessor
 from rag_bot.index import IngestReport, PaperIndex, store_label
@@ -160,13 +160,19 @@ class Engine:
         progress: Callable[[int], None] | None = None,
         on_read: Callable[[ReadResult], None] | None = None,
     ) -> tuple[IngestReport, ReadResult]:
-        """Read files, index the new and changed papers, and refresh retrieval."""
-        result = read_paths(paths, max_chars=self.settings.max_abstract_chars)
+        """Read files, index the new and changed papers, and refresh retrieval.
+
+        The files are scanned first (every problem and the number of papers are known before anything is written:
+        `on_read` gets them), then read again as a stream while the index embeds and writes bounded batches, so
+        memory does not grow with the input. The returned `ReadResult.papers` is that stream (`len()` gives its
+        size; iterating reads the files again)."""
+        result = scan_paths(paths, max_chars=self.settings.max_abstract_chars)
         if on_read:
             on_read(result)
-        if prune and result.problems:
+        if prune and (result.problems or not result.papers):
             # Pruning after a partial read would drop the papers of the files that failed to read.
-            log.warning("--prune skipped: %d problems while reading", len(result.problems))
+            log.warning("--prune skipped: %d problems while reading, %d papers read", len(result.problems),
+                        len(result.papers))
             prune = False
         report = self.index.ingest(result.papers, prune=prune, progress=progress)
         log.info("ingested %d files: %s", result.files, report)

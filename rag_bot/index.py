@@ -25,7 +25,7 @@ import shutil
 import sqlite3
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -261,7 +261,7 @@ class PaperIndex:
         self.settings = settings
         self._embedder = embedder
         self.write_failed = False
-        self.splitter = SentenceSplitter(chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap)
+        self._splitter: SentenceSplitter | None = None
         # Part of every paper's fingerprint: a change of model or chunking re-indexes everything.
         self.index_version = f"{MODEL_NAME}/{settings.max_tokens}/{settings.chunk_size}/{settings.chunk_overlap}/v2" \
             + ("-mean" if settings.paper_vector == "mean" else "")
@@ -297,6 +297,15 @@ class PaperIndex:
         """A fresh connection to the store (after a failed write, chromadb's old one can hang)."""
         _forget_client(self.settings)
         self._open()
+
+    @property
+    def splitter(self) -> SentenceSplitter:
+        """The chunker, made on first use (it loads a tokenizer: a question never needs it)."""
+        if self._splitter is None:
+            self._splitter = SentenceSplitter(
+                chunk_size=self.settings.chunk_size, chunk_overlap=self.settings.chunk_overlap
+            )
+        return self._splitter
 
     @property
     def embedder(self) -> MiniLMEmbedding:
@@ -450,6 +459,16 @@ class PaperIndex:
         got = self.papers.get(ids=list(doc_ids), include=["embeddings"])
         return {i: list(v) for i, v in zip(got["ids"], got["embeddings"])}  # type: ignore[arg-type]
 
+    def paper_matrix(self) -> tuple[list[str], np.ndarray]:
+        """Every paper's id and whole-abstract vector, as float32 rows (read in batches)."""
+        ids: list[str] = []
+        rows: list[np.ndarray] = []
+        for batch in self._iter_records(include=["embeddings"]):
+            ids.extend(batch["ids"])
+            if len(batch["ids"]):
+                rows.append(np.asarray(batch["embeddings"], dtype=np.float32))
+        return ids, (np.concatenate(rows) if rows else np.zeros((0, 0), dtype=np.float32))
+
     def chunk_nodes(self, paper: Paper) -> list[TextNode]:
         """The paper's chunks, with deterministic ids `<doc_id>::<n>`."""
         document = Document(text=clean_markup(paper.text), id_=paper.doc_id)
@@ -471,11 +490,14 @@ class PaperIndex:
 
     def ingest(
         self,
-        papers: Sequence[Paper],
+        papers: Iterable[Paper],
         prune: bool = False,
         progress: Callable[[int], None] | None = None,
     ) -> IngestReport:
-        """Add new and changed papers (re-embedding only those); with `prune`, drop papers not given."""
+        """Add new and changed papers (re-embedding only those); with `prune`, drop papers not given.
+
+        `papers` is read once, in order (a `corpus.PaperStream` reads its files as it goes): papers are embedded
+        and written `BATCH_PAPERS` at a time, so memory does not grow with the input; only their ids are kept."""
         if self.write_failed:
             self.reopen()
         with self.writer_lock(wait=True):
@@ -493,7 +515,7 @@ class PaperIndex:
 
     def _ingest(
         self,
-        papers: Sequence[Paper],
+        papers: Iterable[Paper],
         prune: bool,
         progress: Callable[[int], None] | None,
     ) -> IngestReport:
@@ -501,36 +523,50 @@ class PaperIndex:
         stored = self.fingerprints()
         # Chunks of papers that were never committed (a failed or killed ingest; "None": v1 stores, see chunk_nodes).
         removed = self.remove_orphan_chunks(set(stored))
+        writing = False
+
+        def start_writing() -> None:
+            nonlocal writing
+            if not writing:  # a reader's cache of this collection is stale from the first write on
+                self._mark(f"writing-{uuid.uuid4().hex}")
+                writing = True
+
+        keep: set[str] = set()
         todo: list[tuple[Paper, str]] = []
         for paper in papers:
+            keep.add(paper.doc_id)
             fingerprint = f"{paper.content_hash}:{self.index_version}"
             if stored.get(paper.doc_id) == fingerprint:
                 report.unchanged += 1
                 if progress:
                     progress(1)
+                continue
+            todo.append((paper, fingerprint))
+            if paper.doc_id in stored:
+                report.updated += 1
             else:
-                todo.append((paper, fingerprint))
-                if paper.doc_id in stored:
-                    report.updated += 1
-                else:
-                    report.added += 1
-        keep = {p.doc_id for p in papers}
-        gone = [doc_id for doc_id in stored if doc_id not in keep] if prune else []
-        writes = bool(todo or gone or removed)
-        if writes:  # a reader's cache of this collection is stale from the first write on
-            self._mark(f"writing-{uuid.uuid4().hex}")
-        for start in range(0, len(todo), BATCH_PAPERS):
-            batch = todo[start:start + BATCH_PAPERS]
-            report.chunks_embedded += self._write_batch(batch)
+                report.added += 1
+            if len(todo) == BATCH_PAPERS:
+                start_writing()
+                report.chunks_embedded += self._write_batch(todo)
+                if progress:
+                    progress(len(todo))
+                todo = []
+        if todo:
+            start_writing()
+            report.chunks_embedded += self._write_batch(todo)
             if progress:
-                progress(len(batch))
+                progress(len(todo))
+        gone = [doc_id for doc_id in stored if doc_id not in keep] if prune else []
+        if gone or removed:
+            start_writing()
         if prune:
             for start in range(0, len(gone), 500):
                 ids = gone[start:start + 500]
                 self.chunks.delete(where={"doc_id": {"$in": ids}})
                 self.papers.delete(ids=ids)
             report.removed = len(gone)
-        if writes or (self.papers.metadata or {}).get(GENERATION) is None:
+        if writing or (self.papers.metadata or {}).get(GENERATION) is None:
             self._mark(uuid.uuid4().hex, totals=True)
         log.info("index: %s", report)
         return report

@@ -519,3 +519,28 @@ def test_a_path_the_system_refuses_is_a_problem_not_a_crash(tmp_path: Path) -> N
     result = read_paths([long, good])
     assert [p.doc_id for p in result.papers] == ["good#1"]
     assert [(p.path, p.message) for p in result.problems] == [(str(long), "cannot read (File name too long)")]
+
+
+def test_a_scan_holds_no_paper_and_streams_the_same_papers_and_problems(tmp_path: Path) -> None:
+    """What an ingest reads (`scan_paths`): the problems and the count first, then the same papers as `read_paths`
+    when iterated, read again from the files (CR, CRLF and LF line endings alike, gzipped or not)."""
+    from rag_bot.corpus import PaperStream, scan_paths
+
+    lines = [json.dumps({"id": f"s-{n}", "title": f"Streamed {n}", "abstract": _abstract(n)}) for n in range(5)]
+    lines[2] = '{"id": "broken", '
+    plain = tmp_path / "a.jsonl"
+    plain.write_text("\r\n".join(lines[:3]) + "\r" + "\n".join(lines[3:]) + "\n")
+    packed = tmp_path / "b.jsonl.gz"
+    packed.write_bytes(gzip.compress(
+        (json.dumps({"id": "s-1", "title": "dup", "abstract": _abstract(9)}) + "\n"
+         + json.dumps({"id": "g-1", "title": "Packed", "abstract": _abstract(8)})).encode()
+    ))
+    whole, scan = read_paths([plain, packed]), scan_paths([plain, packed])
+    assert isinstance(scan.papers, PaperStream) and len(scan.papers) == len(whole.papers) == 5
+    assert [str(p) for p in scan.problems] == [str(p) for p in whole.problems]
+    assert any(p.line == 3 and "JSON" in p.message for p in scan.problems)
+    assert [(p.doc_id, p.title, p.text) for p in scan.papers] == [(p.doc_id, p.title, p.text) for p in whole.papers]
+    assert scan.files == whole.files == 2
+    # Read again at each iteration: a file changed since the scan is read as it is now.
+    plain.write_text(lines[0] + "\n")
+    assert [(p.doc_id, p.title) for p in scan.papers] == [("s-0", "Streamed 0"), ("s-1", "dup"), ("g-1", "Packed")]

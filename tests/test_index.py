@@ -131,6 +131,30 @@ def test_without_prune_other_papers_stay(tmp_path: Path, seed_list, embedder) ->
     assert index.count() == 2
 
 
+def test_ingest_reads_its_papers_once_as_a_stream_in_bounded_batches(
+    tmp_path: Path, seed_list, embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Papers may come from a one-pass iterator (the files read as a stream): each batch is embedded and written
+    before the next papers are read, the progress adds up, and prune still knows every paper given."""
+    monkeypatch.setattr(index_module, "BATCH_PAPERS", 2)
+    papers = seed_list[31:36]
+    index = _index(tmp_path, embedder)
+    index.ingest(papers[:1])
+    stored_when_read: list[int] = []
+
+    def stream():
+        for paper in papers[1:]:
+            stored_when_read.append(index.count())
+            yield paper
+
+    steps: list[int] = []
+    report = index.ingest(stream(), prune=True, progress=steps.append)
+    assert (report.added, report.unchanged, report.removed) == (4, 0, 1)
+    assert stored_when_read == [1, 1, 3, 3], "a batch is written before the next papers are read"
+    assert sum(steps) == 4 and max(steps) == 2
+    assert sorted(index.fingerprints()) == sorted(p.doc_id for p in papers[1:])
+
+
 class _Boom(RuntimeError):
     pass
 
