@@ -1,25 +1,44 @@
 """A map of the collection: paper vectors projected to 2-D, grouped into topic clusters named by their terms.
 
-The chat's Map tab draws it and its example prompts come from it. Plain numpy: PCA by SVD for the
-projection, k-means (k-means++ seeding, a fixed seed) on the unit vectors for the topics, so the same
-collection always gives the same map.
+The chat's Map tab draws it and its example prompts come from it. Plain numpy: PCA (eigenvectors of the
+covariance) for the projection, k-means (k-means++ seeding, a fixed seed) on the unit vectors for the topics, so
+the same collection always gives the same map. Past `FIT_SAMPLE` papers the clusters are fitted on an evenly
+spread sample and every paper is then assigned to its nearest centre; past `TERM_SAMPLE` papers per topic, its
+terms are counted on an evenly spread sample of them.
+
+`map_of(index)` is the map of a stored collection, computed once per collection state and saved beside the
+store (`<storage>/map/<collection>/<key>/`, keyed like the lexical cache of rag_bot/lexicon.py): a start reads
+the saved layout (no paper vector, no record read); `cached_map(index)` returns it only when it is saved.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import math
+import os
 import re
+import shutil
+import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rag_bot.text import clean_markup
 from rag_bot.types import Paper
 
+if TYPE_CHECKING:
+    from rag_bot.index import PaperIndex
+
 log = logging.getLogger(__name__)
+
+FIT_SAMPLE = 4000  # papers k-means is fitted on (evenly spread); all papers are then assigned
+TERM_SAMPLE = 250  # papers per topic whose words name it (evenly spread)
+MAP_FORMAT = 1  # bump when what is saved, or how the map is computed, changes
 
 CITED = "★ cited in the last answer"
 # Words that say nothing about a topic in ML abstracts, on top of English function words.
@@ -80,11 +99,11 @@ def project_2d(vectors: np.ndarray) -> np.ndarray:
     """The first two principal components of the rows (PCA by SVD), signs fixed for a stable picture."""
     if len(vectors) == 0:
         return np.zeros((0, 2))
-    centred = vectors - vectors.mean(axis=0)
+    centred = np.asarray(vectors, dtype=np.float64)
+    centred = centred - centred.mean(axis=0)
     if len(vectors) < 2 or not np.any(centred):
         return np.zeros((len(vectors), 2))
-    _, _, vt = np.linalg.svd(centred, full_matrices=False)
-    axes = vt[:2]
+    axes = _principal_axes(centred.T @ centred)
     if axes.shape[0] < 2:
         axes = np.vstack([axes, np.zeros_like(axes[0])])
     xy = centred @ axes.T
@@ -95,47 +114,68 @@ def project_2d(vectors: np.ndarray) -> np.ndarray:
     return xy
 
 
+def _principal_axes(cov: np.ndarray, rank: int = 2, width: int = 6, steps: int = 60) -> np.ndarray:
+    """The `rank` leading eigenvectors (rows) of a symmetric matrix: subspace iteration from a fixed start, then
+    the eigenvectors of the small projected matrix (cheaper than a full eigendecomposition of a 384 x 384)."""
+    d = len(cov)
+    if d <= width:
+        values, vectors = np.linalg.eigh(cov)
+        return np.asarray(vectors[:, np.argsort(values)[::-1][:rank]].T)
+    basis = np.linalg.qr(np.random.default_rng(0).standard_normal((d, width)))[0]
+    for _ in range(steps):
+        basis = np.linalg.qr(cov @ basis)[0]
+    values, small = np.linalg.eigh(basis.T @ cov @ basis)
+    return np.asarray((basis @ small[:, np.argsort(values)[::-1][:rank]]).T)
+
+
 def choose_k(n: int) -> int:
     """Number of topic clusters for n papers: about sqrt(n/2), between 1 and 12."""
     return max(1, min(12, n, round(math.sqrt(n / 2))))
 
 
 def kmeans(vectors: np.ndarray, k: int, seed: int = 0, restarts: int = 4, iterations: int = 60) -> np.ndarray:
-    """Cluster numbers of the rows by k-means on unit vectors (cosine), best of a few k-means++ starts."""
+    """Cluster numbers of the rows by k-means on unit vectors (cosine), best of a few k-means++ starts; past
+    `FIT_SAMPLE` rows the centres are fitted on an evenly spread sample, then every row takes its nearest."""
     n = len(vectors)
     if n == 0:
         return np.zeros(0, dtype=int)
     k = max(1, min(k, n))
-    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    unit = np.asarray(vectors, dtype=np.float32)
+    unit = unit / np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), np.float32(1e-12))
+    fit = unit if n <= FIT_SAMPLE else unit[np.linspace(0, n - 1, FIT_SAMPLE).round().astype(int)]
+    m = len(fit)
     rng = np.random.default_rng(seed)
     best: tuple[float, np.ndarray] | None = None
     for _ in range(restarts):
-        centres = [unit[rng.integers(n)]]
+        first = fit[rng.integers(m)]
+        centres = [first]
+        # Squared distance of each row to its nearest centre so far (unit vectors: 2 - 2 cos).
+        nearest = np.maximum(2.0 - 2.0 * (fit @ first), 0.0)
         for _ in range(1, k):
-            dist = np.min(((unit[:, None, :] - np.array(centres)[None]) ** 2).sum(-1), axis=1)
-            total = dist.sum()
-            pick = rng.choice(n, p=dist / total) if total > 0 else rng.integers(n)
-            centres.append(unit[pick])
+            total = nearest.sum()
+            pick = rng.choice(m, p=nearest / total) if total > 0 else rng.integers(m)
+            centres.append(fit[pick])
+            nearest = np.minimum(nearest, np.maximum(2.0 - 2.0 * (fit @ fit[pick]), 0.0))
         c = np.array(centres)
-        assign = np.zeros(n, dtype=int)
-        for _ in range(iterations):
-            new = np.argmax(unit @ c.T, axis=1)
-            if _ and np.array_equal(new, assign):
+        assign = np.zeros(m, dtype=int)
+        for step in range(iterations):
+            new = np.argmax(fit @ c.T, axis=1)
+            if step and np.array_equal(new, assign):
                 break
             assign = new
-            for j in range(k):
-                members = unit[assign == j]
-                if len(members):
-                    mean = members.mean(axis=0)
-                    c[j] = mean / max(float(np.linalg.norm(mean)), 1e-12)
-        inertia = float(((unit - c[assign]) ** 2).sum())
+            sums = (assign[:, None] == np.arange(k)[None, :]).astype(fit.dtype).T @ fit
+            norms = np.linalg.norm(sums, axis=1)
+            filled = norms > 1e-12  # an empty cluster keeps its centre
+            c[filled] = sums[filled] / norms[filled, None]
+        inertia = float(2.0 * m - 2.0 * np.einsum("ij,ij->", fit, c[assign], dtype=np.float64))
         if best is None or inertia < best[0]:
-            best = (inertia, assign.copy())
+            best = (inertia, c.copy())
     assert best is not None
+    labels = np.argmax(unit @ best[1].T, axis=1)
     # Number clusters by size (largest first) so labels and colours are stable across restarts.
-    order = [j for j, _ in Counter(best[1].tolist()).most_common()]
+    order = [j for j, _ in Counter(labels.tolist()).most_common()]
     remap = {old: new for new, old in enumerate(order)}
-    return np.array([remap[j] for j in best[1]], dtype=int)
+    return np.array([remap[j] for j in labels.tolist()], dtype=int)
 
 
 def _words(paper: Paper) -> set[str]:
@@ -165,13 +205,17 @@ def _words(paper: Paper) -> set[str]:
 
 def cluster_terms(papers: Sequence[Paper], clusters: np.ndarray, n_terms: int = 3) -> list[list[str]]:
     """The terms that set each cluster apart: shared by many of its papers, rare in the rest (TF-IDF-like)."""
-    bags = [_words(p) for p in papers]
-    everywhere = Counter(w for bag in bags for w in bag)
     n = len(papers)
+    groups = [np.flatnonzero(clusters == j) for j in range(int(clusters.max()) + 1 if n else 0)]
+    # Past TERM_SAMPLE papers a topic is read from an evenly spread sample of them (the counts are shares).
+    groups = [g if len(g) <= TERM_SAMPLE else g[np.linspace(0, len(g) - 1, TERM_SAMPLE).round().astype(int)]
+              for g in groups]
+    bags = {int(i): _words(papers[int(i)]) for g in groups for i in g}
+    everywhere = Counter(w for bag in bags.values() for w in bag)
+    n = len(bags)
     out: list[list[str]] = []
-    for j in range(int(clusters.max()) + 1 if n else 0):
-        idx = [i for i in range(n) if clusters[i] == j]
-        inside = Counter(w for i in idx for w in bags[i])
+    for idx in groups:
+        inside = Counter(w for i in idx for w in bags[int(i)])
         size = len(idx)
 
         def weight(term: str, inside: Counter[str] = inside, size: int = size) -> float:
@@ -193,21 +237,29 @@ def cluster_terms(papers: Sequence[Paper], clusters: np.ndarray, n_terms: int = 
     return out
 
 
-def build_map(papers: Sequence[Paper], vectors: dict[str, list[float]]) -> CollectionMap:
+def build_map(papers: Sequence[Paper], vectors: Mapping[str, Sequence[float] | np.ndarray]) -> CollectionMap:
     """The map of the papers that have a vector."""
-    kept = [p for p in papers if p.doc_id in vectors]
-    kept.sort(key=lambda p: p.doc_id)
+    kept = sorted((p for p in papers if p.doc_id in vectors), key=lambda p: p.doc_id)
     if not kept:
-        return CollectionMap([], [], [], np.zeros((0, 2)), np.zeros(0, dtype=int), [], [])
-    matrix = np.array([vectors[p.doc_id] for p in kept], dtype=float)
+        return _empty()
+    matrix = np.array([np.asarray(vectors[p.doc_id], dtype=np.float32) for p in kept], dtype=np.float32)
+    return _layout(kept, matrix)
+
+
+def _empty() -> CollectionMap:
+    return CollectionMap([], [], [], np.zeros((0, 2)), np.zeros(0, dtype=int), [], [])
+
+
+def _layout(kept: Sequence[Paper], matrix: np.ndarray) -> CollectionMap:
+    """The map of papers sorted by doc_id, row n of `matrix` being paper n's vector."""
+    started = time.perf_counter()
     clusters = kmeans(matrix, choose_k(len(kept)))
-    log.debug("map: %d papers in %d topics", len(kept), len(set(clusters.tolist())))
     terms = cluster_terms(kept, clusters)
     labels = []
     for j, words in enumerate(terms):
         label = ", ".join(words) or f"topic {j + 1}"
         labels.append(f"{j + 1}. {label}")
-    return CollectionMap(
+    cmap = CollectionMap(
         doc_ids=[p.doc_id for p in kept],
         titles=[clean_markup(p.title) for p in kept],
         sources=[p.source for p in kept],
@@ -216,3 +268,79 @@ def build_map(papers: Sequence[Paper], vectors: dict[str, list[float]]) -> Colle
         labels=labels,
         terms=terms,
     )
+    log.info("map: %d papers in %d topics (%.1f s)", len(kept), len(labels), time.perf_counter() - started)
+    return cmap
+
+
+# --- the map of a stored collection, saved beside the store ----------------------------------------------------
+def _folder(index: PaperIndex, state: dict[str, Any]) -> Path:
+    from rag_bot.lexicon import cache_root, state_key
+
+    return cache_root(index, "map") / state_key(state | {"map_format": MAP_FORMAT})
+
+
+def cached_map(index: PaperIndex) -> CollectionMap | None:
+    """The saved map of the collection's current state, or None when there is none (or it cannot be read)."""
+    state = index.state()
+    if not state["papers"]:
+        return _empty()
+    folder = _folder(index, state)
+    if not (folder / "done").exists():
+        return None
+    try:
+        meta = json.loads((folder / "map.json").read_text(encoding="utf-8"))
+        with np.load(folder / "map.npz", allow_pickle=False) as arrays:
+            xy, clusters = arrays["xy"].astype(np.float64), arrays["clusters"].astype(int)
+        cmap = CollectionMap(doc_ids=meta["doc_ids"], titles=meta["titles"], sources=meta["sources"], xy=xy,
+                             clusters=clusters, labels=meta["labels"], terms=meta["terms"])
+        if not (len(cmap.doc_ids) == len(cmap.titles) == len(cmap.sources) == len(xy) == len(clusters)):
+            raise ValueError("the saved map's parts differ in length")
+    except Exception:  # a damaged or partial save: computed again
+        log.warning("the saved map in %s could not be read; computing it again", folder, exc_info=True)
+        return None
+    log.info("map of %d papers loaded from %s", len(cmap), folder)
+    return cmap
+
+
+def map_of(index: PaperIndex, papers: Mapping[str, Paper] | None = None) -> CollectionMap:
+    """The map of the stored collection: the saved one of its current state, else computed (from `papers`, the
+    collection by doc_id when the caller holds it, else read from the store) and saved. Nothing is saved while
+    an ingest is writing (or after one was killed)."""
+    cmap = cached_map(index)
+    if cmap is not None:
+        return cmap
+    state = index.state()
+    ids, matrix = index.paper_matrix()
+    if papers is None:
+        papers = {p.doc_id: p for p in index.all_papers()}
+    order = sorted(range(len(ids)), key=ids.__getitem__)
+    kept = [papers[ids[i]] for i in order if ids[i] in papers]
+    rows = [i for i in order if ids[i] in papers]
+    cmap = _layout(kept, matrix[rows]) if kept else _empty()
+    if not str(state.get("generation") or "").startswith("writing-") and kept:
+        try:
+            _save(_folder(index, state), cmap)
+        except OSError as exc:  # a read-only store still serves, computing the map at each start
+            log.warning("could not save the map: %s", exc)
+    return cmap
+
+
+def _save(folder: Path, cmap: CollectionMap) -> None:
+    """Write to a temporary folder, then rename it into place; other states' saved maps are removed."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = folder.parent / f".{folder.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    np.savez(tmp / "map.npz", xy=cmap.xy.astype(np.float32), clusters=cmap.clusters.astype(np.int32))
+    (tmp / "map.json").write_text(json.dumps({
+        "doc_ids": cmap.doc_ids, "titles": cmap.titles, "sources": cmap.sources, "labels": cmap.labels,
+        "terms": cmap.terms, "format": MAP_FORMAT,
+    }, ensure_ascii=False), encoding="utf-8")
+    (tmp / "done").write_text(time.strftime("%Y-%m-%dT%H:%M:%S"))
+    try:
+        tmp.rename(folder)
+    except OSError:  # another process saved the same state first
+        shutil.rmtree(tmp, ignore_errors=True)
+    for other in folder.parent.iterdir():
+        if other != folder and not other.name.startswith("."):
+            shutil.rmtree(other, ignore_errors=True)

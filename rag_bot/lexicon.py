@@ -125,14 +125,15 @@ class Lexicon:
     origin: str = "empty"  # cache | built | empty
 
 
-def cache_root(index: PaperIndex) -> Path:
-    """The folder of a collection's lexical caches."""
+def cache_root(index: PaperIndex, kind: str = "lexicon") -> Path:
+    """The folder of a collection's caches of one kind (`lexicon`, `map`): beside the store, or for a Chroma
+    server in the user's cache folder."""
     settings = index.settings
     if settings.chroma_url:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rag-bot" / "lexicon"
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rag-bot" / kind
         server = hashlib.sha256(f"{settings.chroma_url}\x1f{settings.collection}".encode()).hexdigest()[:16]
         return base / server
-    return Path(settings.storage) / "lexicon" / settings.collection
+    return Path(settings.storage) / kind / settings.collection
 
 
 def state_key(state: dict[str, Any]) -> str:

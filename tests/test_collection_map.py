@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pytest
 
 from rag_bot.collection_map import CITED, build_map, choose_k, kmeans, project_2d
 from rag_bot.types import Paper
+
+SEEDS = Path(__file__).resolve().parent.parent / "seeds"
+
+
+@pytest.fixture(scope="module")
+def seed_list_small() -> list[Paper]:
+    from rag_bot.corpus import read_paths
+
+    return read_paths([SEEDS]).papers
 
 
 def test_projection_keeps_the_main_spread_and_is_stable() -> None:
@@ -48,3 +60,40 @@ def test_tiny_collections_still_map() -> None:
     cmap = build_map([paper], {"a": [0.1] * 4})
     assert len(cmap) == 1 and len(cmap.labels) == 1
     assert len(build_map([], {})) == 0
+
+
+def test_the_map_of_a_store_is_saved_and_recomputed_when_the_collection_changes(tmp_path, seed_list_small) -> None:
+    """`map_of`: computed once per collection state and saved beside the store; a start reads it back (the same
+    map); an ingest changes the state, and the map is computed again with the new paper."""
+    from rag_bot.collection_map import cached_map, map_of
+    from rag_bot.embedding import MiniLMEmbedding
+    from rag_bot.index import PaperIndex
+    from rag_bot.settings import Settings
+
+    embedder = MiniLMEmbedding()
+    index = PaperIndex(Settings(storage=tmp_path), embedder=embedder)
+    index.ingest(seed_list_small[:8])
+    assert cached_map(index) is None
+    first = map_of(index)
+    assert len(first) == 8 and (tmp_path / "map").is_dir()
+    again = cached_map(PaperIndex(Settings(storage=tmp_path), embedder=embedder))
+    assert again is not None
+    assert (again.doc_ids, again.titles, again.labels, again.terms) == (first.doc_ids, first.titles, first.labels,
+                                                                        first.terms)
+    assert np.allclose(again.xy, first.xy, atol=1e-5) and np.array_equal(again.clusters, first.clusters)
+    index.ingest(seed_list_small[:9])
+    assert cached_map(index) is None
+    assert len(map_of(index)) == 9
+
+
+def test_large_collections_are_clustered_on_a_sample_and_every_paper_assigned(monkeypatch) -> None:
+    import rag_bot.collection_map as cmap_module
+
+    monkeypatch.setattr(cmap_module, "FIT_SAMPLE", 20)
+    rng = np.random.default_rng(5)
+    centres = np.eye(6)[:3] * 5
+    points = np.vstack([c + rng.normal(scale=0.2, size=(40, 6)) for c in centres])
+    labels = kmeans(points, 3)
+    groups = [set(labels[i * 40:(i + 1) * 40].tolist()) for i in range(3)]
+    assert all(len(g) == 1 for g in groups) and len(set.union(*groups)) == 3
+    assert np.array_equal(labels, kmeans(points, 3))  # the same collection, the same map
