@@ -14,6 +14,9 @@ _MARKER = re.compile(r"\[\s*(\d{1,3}(?:\s*(?:,|;|-|–)\s*\d{1,3})*)\s*\]")
 _PARTIAL_MARKER = re.compile(r"\[[\d\s,;\-–]*$")  # the start of a marker that the next delta may complete
 CLAIM_MIN_WORDS = 4  # shorter "claims" are headings or titles ("**CorrSteer** [1]:"), not statements
 LEXICAL_WEIGHT = 0.5  # support = mix of meaning (best sentence) and words (claim terms found in the abstract)
+_HEADING = re.compile(r"\s*(?:[-*]\s+)?\*\*[^*\n]+\*\*\s*")  # a bold heading alone: "- **CorrSteer** "
+_HEADING_END = re.compile(r"(?:\s*\[\d+\])*\s*:")  # what follows a cited heading: more markers, then ":"
+_LEADING_HEADING = re.compile(r"^\s*(?:[-*]\s+)?\*\*[^*\n]+\*\*(?:\s*\[\d+\])*\s*:\s*")  # "- **X**: claim"
 _TERM = re.compile(r"[a-z][a-z0-9\-]{3,}")
 _COMMON = set("that this these those with from into their which while have been were also more most such than "
               "each both other over using used based show shows paper papers work method methods model models "
@@ -118,19 +121,29 @@ class CitationChecker:
 
 
 def claims_by_marker(text: str) -> dict[int, list[str]]:
-    """For each `[n]` of a checked answer, the claims it ends: the sentence, line or table cell before it."""
+    """For each `[n]` of a checked answer, the claims it ends: the sentence, line or table cell before it.
+
+    A bold heading is not a claim: a cited heading (`**CorrSteer** [1]: ...`) is skipped, and the heading that
+    opens a line (`- **CorrSteer**: claim [1]`) is not part of the claim after it."""
     claims: dict[int, list[str]] = {}
     for match in re.finditer(r"\[(\d+)\]", text):
         head = text[: match.start()]
         cut = max(head.rfind("\n"), head.rfind("|"), *(head.rfind(p) for p in (". ", "! ", "? ")))
-        claim = _MARKER.sub("", head[cut + 1:]).strip(" *-:|")
+        if _HEADING.fullmatch(_MARKER.sub("", head[cut + 1:])) and _HEADING_END.match(text, match.end()):
+            continue  # "**Title** [1]:" cites the paper a heading names
+        claim = _claim(head[cut + 1:])
         if len(claim) < 12 and cut > 0:  # "Claim. [1]": the marker follows the sentence it supports
             earlier = head[:cut]
             cut2 = max(earlier.rfind("\n"), earlier.rfind("|"), *(earlier.rfind(p) for p in (". ", "! ", "? ")))
-            claim = _MARKER.sub("", head[cut2 + 1:]).strip(" *-:|")
+            claim = _claim(head[cut2 + 1:])
         if claim:
             claims.setdefault(int(match.group(1)), []).append(claim)
     return claims
+
+
+def _claim(segment: str) -> str:
+    """The claim in a piece of answer text: markers, a leading bold heading and list or table marks removed."""
+    return _LEADING_HEADING.sub("", _MARKER.sub("", segment)).strip(" *-:|")
 
 
 def support_scores(

@@ -31,6 +31,7 @@ from rag_bot.types import Answer, Citation, Filters, Mode, Paper, ScoredPaper
 log = logging.getLogger(__name__)
 
 RETRIEVED_IN_ANSWER = 10  # ranked papers listed in an answer's `retrieved`
+LABEL_CACHE = 2000  # groups of papers whose theme-label candidates are kept
 _COMPARE = re.compile(
     r"\b(compare|comparison|contrast|versus|vs\.?|differ(?:s|ence|ences)?|similarit(?:y|ies)|"
     r"which is better|how does .+ relate to)\b",
@@ -273,6 +274,11 @@ class PaperSynthesizer(BaseSynthesizer):
 class OfflineComposer(PaperSynthesizer):
     """Extractive, cited answers in three modes (ask, summary, compare), written without a model."""
 
+    def __init__(self, sentences: SentenceIndex, settings: Settings) -> None:
+        super().__init__(sentences, settings)
+        # Theme-label candidates per group of papers (see `_label_candidates`); cleared when full.
+        self._labels: dict[tuple[tuple[str, int], ...], list[tuple[str, str, float]]] = {}
+
     @property
     def name(self) -> str:
         """Always "offline"."""
@@ -410,8 +416,30 @@ class OfflineComposer(PaperSynthesizer):
 
     def _label(self, question: str, members: Sequence[ScoredPaper], everyone: Sequence[ScoredPaper]) -> str:
         """A theme name: the phrase (preferably two words, "speculative decoding") most shared inside the
-        group and rarest among the other papers of the answer."""
+        group and rarest among the other papers of the answer; a word of the question counts against it."""
+        del everyone  # kept in the signature: the label depends on the group only
+        ranked = self._label_candidates(members)
+        if not ranked:
+            return "Related work"
+        question_terms = {w.lower().rstrip("s") for w in _LABEL_WORD.findall(question)}
+        scores = [score - (0.1 if key in question_terms else 0.0) for key, _, score in ranked]
+        label = ranked[int(np.argmax(scores))][1]
+        return label[0].upper() + label[1:]
 
+    def _label_candidates(self, members: Sequence[ScoredPaper]) -> list[tuple[str, str, float]]:
+        """The candidate theme names of a group of papers as (key, text, score before the question is taken into
+        account), cached per group: the same papers are grouped again by every question on their topic."""
+        group = tuple((p.paper.doc_id, hash(p.paper.text)) for p in members)
+        cached = self._labels.get(group)
+        if cached is not None:
+            return cached
+        ranked = self._score_label_candidates(members)
+        if len(self._labels) >= LABEL_CACHE:
+            self._labels.clear()
+        self._labels[group] = ranked
+        return ranked
+
+    def _score_label_candidates(self, members: Sequence[ScoredPaper]) -> list[tuple[str, str, float]]:
         def phrases(paper: ScoredPaper) -> dict[str, str]:
             words = _LABEL_WORD.findall(clean_markup(paper.paper.text))
             found: dict[str, str] = {}
@@ -428,13 +456,12 @@ class OfflineComposer(PaperSynthesizer):
 
         inside: Counter[str] = Counter()
         surface: dict[str, str] = {}
-        del everyone  # kept in the signature: the label depends on the group only
         for paper in members:
             for key, text in phrases(paper).items():
                 inside[key] += 1
                 surface.setdefault(key, text)
         if not inside:
-            return "Related work"
+            return []
         # Among the phrases the group shares, the one closest in meaning to the group's centroid names it
         # ("speculative decoding"), rather than a frequent but empty word ("consistently").
         need = min(2, len(members))
@@ -444,17 +471,12 @@ class OfflineComposer(PaperSynthesizer):
         candidates = [k for k in sorted(nounish, key=lambda k: -inside[k]) if inside[k] >= need][:40] \
             or sorted(nounish, key=lambda k: -inside[k])[:40]
         if not candidates:
-            return "Related work"
+            return []
         centroid = np.mean([self.sentences.of(p.paper)[1].mean(axis=0) for p in members], axis=0)
         centroid /= max(float(np.linalg.norm(centroid)), 1e-9)
         vectors = self.sentences.phrase_vectors([surface[k] for k in candidates])
-        question_terms = {w.lower().rstrip("s") for w in _LABEL_WORD.findall(question)}
-        scores = [
-            float(v @ centroid) + 0.04 * inside[k] + (0.05 if " " in k else 0.0) - (0.1 if k in question_terms else 0.0)
-            for k, v in zip(candidates, vectors)
-        ]
-        label = surface[candidates[int(np.argmax(scores))]]
-        return label[0].upper() + label[1:]
+        return [(k, surface[k], float(v @ centroid) + 0.04 * inside[k] + (0.05 if " " in k else 0.0))
+                for k, v in zip(candidates, vectors)]
 
     def _compare(self, question: str, papers: Sequence[ScoredPaper], citer: _Citer) -> str:
         named = [p for p in papers if p.named]

@@ -353,3 +353,53 @@ def test_no_dev_question_is_told_that_something_is_missing(engine):
         if q.kind != "unanswerable":
             grounding = engine.ground(q.question, q.mode if q.kind in ("summary", "compare") else None)
             assert not grounding.missing, (q.id, grounding.missing)
+
+
+def test_a_bold_heading_is_not_a_claim_of_the_paper_it_names():
+    from rag_bot.citations import claims_by_marker
+
+    text = ("**OServe: LLM serving system with heterogeneous and flexible model deployment** [1]: OServe improves "
+            "performance by up to 2x. [1]\n\n**Theme**\n- **TIE: Tail Inflated Expectation**: We argue that a point "
+            "estimate does not match decoding. [2]\n| **Problem** | Activations are hard to steer. [1] |")
+    assert claims_by_marker(text) == {
+        1: ["OServe improves performance by up to 2x.", "Activations are hard to steer."],
+        2: ["We argue that a point estimate does not match decoding."],
+    }
+    # A bold claim that is not a heading (no colon after its marker) stays a claim.
+    assert claims_by_marker("**CorrSteer gains 27 points on HarmBench** [1].") == {
+        1: ["CorrSteer gains 27 points on HarmBench"]}
+
+
+@pytest.mark.parametrize("question, mode", [
+    ("what does CorrSteer gain on HarmBench?", None), ("how much faster is OServe?", None),
+    ("Compare CorrSteer and SARSteer", None), ("Which papers study LLM inference serving?", None),
+    ("Summarize the work on federated LoRA fine-tuning", "summary"),
+])
+def test_offline_claims_are_checked_against_the_abstract_sentences_they_quote(engine, ask, question, mode):
+    """The offline writer's claims are sentences of the abstracts it cites: their support is checked with the
+    vectors those sentences already have, so checking an answer embeds nothing."""
+    from rag_bot.citations import support_scores
+
+    def no_embedding(texts):
+        raise AssertionError(f"embedded again: {texts}")
+
+    answer = ask(question, mode)
+    scores = support_scores(answer, engine.papers, engine.sentences.of, no_embedding)
+    assert scores == {c.n: c.support for c in answer.citations}
+    assert all(score >= 0.95 for score in scores.values()), scores
+
+
+def test_theme_labels_are_the_same_when_the_papers_are_grouped_again(engine):
+    from rag_bot.compose import OfflineComposer
+
+    question = "Summarize the work on LLM inference serving"
+    sources = engine.ground(question, "summary").sources
+    assert len(sources) >= 2
+    cached = OfflineComposer(engine.sentences, engine.settings)
+    first = cached.compose(question, "summary", sources).answer
+    again = cached.compose(question, "summary", sources).answer
+    fresh = OfflineComposer(engine.sentences, engine.settings).compose(question, "summary", sources).answer
+    assert first == again == fresh
+    # The label still avoids the question's own words when another question groups the same papers.
+    label = cached._label("serving", sources, sources)
+    assert label.lower().rstrip("s") != "serving"
