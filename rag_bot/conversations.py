@@ -16,7 +16,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -82,7 +82,7 @@ def _ok_id(value: object) -> bool:
 
 
 class Conversations:
-    """The store. Safe from many threads: each call opens its own connection (WAL lets reads run beside a write)."""
+    """The store. Safe from many threads: each thread has its own connection (WAL lets reads run beside a write)."""
 
     def __init__(self, folder: Path, clock: Callable[[], float] = time.time) -> None:
         self.path = Path(folder) / FILE_NAME
@@ -90,6 +90,7 @@ class Conversations:
         self.error: str | None = None
         self._lock = threading.Lock()  # guards `error` (the first failure is logged once)
         self._ready = False
+        self._local = threading.local()  # one connection per thread (`_connection`)
 
     @property
     def ok(self) -> bool:
@@ -98,11 +99,16 @@ class Conversations:
 
     # --- plumbing ---------------------------------------------------------------------------------
 
-    @contextmanager
-    def _db(self) -> Iterator[sqlite3.Connection]:
+    def _connection(self) -> sqlite3.Connection:
+        """This thread's connection, opened at its first call (a connection per call would pay an open, and a
+        checkpoint of the WAL at its close, on every saved turn)."""
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is not None:
+            return db
         if not self._ready:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        with closing(sqlite3.connect(self.path, timeout=10.0)) as db:
+        db = sqlite3.connect(self.path, timeout=10.0)
+        try:
             db.execute("PRAGMA foreign_keys = ON")
             # WAL with NORMAL sync: no fsync on every turn (a power cut may lose the last turns, never corrupt)
             db.execute("PRAGMA synchronous = NORMAL")
@@ -110,8 +116,22 @@ class Conversations:
                 db.execute("PRAGMA journal_mode = WAL")
                 db.executescript(SCHEMA)
                 self._ready = True
+        except BaseException:
+            db.close()
+            raise
+        self._local.db = db
+        return db
+
+    @contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        db = self._connection()
+        try:
             with db:  # one transaction: committed on success, rolled back on an exception
                 yield db
+        except (sqlite3.Error, OSError):
+            self._local.db = None  # a connection that failed is not used again
+            db.close()
+            raise
 
     def _run(self, what: str, work: Callable[[sqlite3.Connection], _T], failed: _T) -> _T:
         """`work` on a connection; on a broken or unwritable file: `failed`, with one warning for the process."""

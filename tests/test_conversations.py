@@ -121,3 +121,27 @@ def test_threads_save_side_by_side(tmp_path: Path) -> None:
         t.join()
     saved = store.load(conv, "")
     assert store.ok and saved is not None and len(saved) == 40 and len({s.link for s in saved}) == 40
+
+
+def test_a_saved_turn_is_at_once_readable_by_the_permalink_page_and_after_a_restart(tmp_path: Path) -> None:
+    """The chat's store keeps its connection open between turns; the permalink route (its own store on the same
+    file) and a restarted server read every turn committed so far, and a failure mid-call is rolled back."""
+    chat, page = Conversations(tmp_path), Conversations(tmp_path)
+    conv = chat.create("", "what is x?")
+    assert conv
+    links = []
+    for i in range(3):
+        link = chat.append(conv, "", f"question {i}", _answer())
+        assert link
+        links.append(link)
+        shared = page.shared(link)
+        assert shared is not None and shared.turn.question == f"question {i}", "readable as soon as it is saved"
+
+    def half_done(db) -> None:
+        db.execute("UPDATE conversations SET title = 'changed' WHERE id = ?", (conv,))
+        raise OSError("disk gone")
+
+    assert chat._run("test a failure", half_done, None) is None and not chat.ok
+    restarted = Conversations(tmp_path)
+    assert [s.title for s in restarted.recent("")] == ["what is x?"], "the failed call left nothing behind"
+    assert [s.link for s in restarted.load(conv, "") or []] == links
