@@ -83,7 +83,9 @@ def test_ask_streams_a_cited_answer_and_the_marker_opens_its_card(page, tmp_path
     assert "27.1" in text and "[1]" in text
     lengths = page.evaluate("window.seenLengths")
     final = len(text)
-    assert any(0 < n < final for n in lengths), f"the answer arrived in pieces (saw {lengths[:8]}...)"
+    # The question shows at once with a placeholder; the offline answer, written at once, then arrives whole
+    # (a model's answer streams in pieces: at most one update per STREAM_EVERY).
+    assert any(0 < n < final for n in lengths), f"something showed before the answer (saw {lengths[:8]}...)"
     print(f"\nfirst answer text after {first * 1000:.0f} ms")
     card = page.locator("#src-1-1")
     assert "CorrSteer" in card.inner_text()

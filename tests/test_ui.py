@@ -717,3 +717,44 @@ def test_the_chat_and_ask_api_take_filters(client):
     assert not nothing["grounded"] and "No paper in the collection matches year 1990" in nothing["answer"]
     messages, *_ = client.predict("What does CorrSteer do?", [], "Auto", 6, "", "2030", "", "", api_name="/chat")
     assert "No paper in the collection matches year 2030" in str(messages[-1])
+
+
+def test_an_offline_answer_arrives_in_one_update_after_the_question(engine, tmp_path) -> None:
+    """Through the chat's own handlers: the question shows at once, then the offline answer (written at once)
+    comes whole in the next update, with its sources and downloads; a follow-up's export holds both turns."""
+    import gradio as gr
+
+    from rag_bot.conversations import Conversations
+    from rag_bot.ui.base import Library, Shared
+    from rag_bot.ui.chat import ChatPanel
+    from rag_bot.ui.sources import SourcesPanel
+
+    library = Library(engine)
+    library.conversations = Conversations(tmp_path)
+    with gr.Blocks():
+        shared = Shared(status=gr.Markdown(), turns=gr.State([]), conversation=gr.State(None))
+        sources = SourcesPanel(library)
+        chat = ChatPanel(library, sources, shared)
+        chat.render()
+        sources.render()
+
+    # Gradio sends each update before the handler goes on, so each is looked at as it was yielded.
+    shown = [(update[chat.chatbot][-1]["content"], update) for update in
+             chat.respond("what does CorrSteer gain on HarmBench?", [], [], "Auto", 6, conversation=None)]
+    assert len(shown) == 2
+    (waiting, placeholder), (_, first) = shown
+    assert waiting == "…" and placeholder[chat.question] == ""
+    assert "27.1" in first[chat.chatbot][-1]["content"] and 'id="src-1-1"' in first[sources.html]
+    for button in (chat.export, *chat.cite.values()):
+        assert first[button]["interactive"] is True and Path(first[button]["value"]).is_file()
+
+    second = list(chat.respond("how much faster is OServe?", first[chat.chatbot], first[shared.turns], "Auto", 6,
+                               conversation=first[shared.conversation]))[-1]
+    text = Path(second[chat.export]["value"]).read_text(encoding="utf-8")
+    assert "what does CorrSteer gain on HarmBench?" in text and "how much faster is OServe?" in text
+    assert "OServe" in Path(second[chat.cite["bibtex"]]["value"]).read_text(encoding="utf-8")
+
+    declined = list(chat.respond("How do I make a sourdough bread starter?", [], [], "Auto", 6,
+                                 conversation=None))[-1]
+    assert declined[chat.export]["interactive"] is True
+    assert all(declined[b]["interactive"] is False for b in chat.cite.values()), "nothing cited: disabled"

@@ -46,9 +46,9 @@ COPY_JS = """(text) => {
 UNSAVED = "Conversations are not being saved (the conversations file cannot be used; see the log). Answers still work."
 SORRY = "Sorry, something went wrong while answering ({}). Please try again."
 MAX_QUESTION_CHARS = 2000
-# Seconds between two updates of a streamed answer: each update is a queue message, a diff of the chatbot and a
-# render in the browser; under load composing takes longer, so a fixed interval (not a fixed count) keeps the
-# cost per answer bounded by the time it takes.
+# Seconds between two updates of a streamed answer (and from its first text to the first update): each update is
+# a queue message, a diff of the chatbot and a render in the browser, so a fixed interval (not a fixed count)
+# keeps the cost per answer bounded by the time it takes to write.
 STREAM_EVERY = 0.15
 # The reference downloads: (format, button label, elem_id, file name).
 REFERENCE_FILES: tuple[tuple[Format, str, str, str], ...] = (
@@ -98,6 +98,14 @@ def check_filters(venue: Any, year: Any, author: Any, source: Any) -> Filters | 
                              author=text(author), source=text(source))
     except ValueError as exc:
         raise gr.Error(str(exc)) from None
+
+
+def _rewrite(path: Path, text: str) -> None:
+    """Replace a file's text by writing a new file: a file truncated and rewritten in place is flushed to disk when
+    it is closed (ext4's auto_da_alloc), which made each answer wait on the disk. Gradio serves the copy it took
+    of the old file, so nothing reads this one meanwhile."""
+    path.unlink(missing_ok=True)
+    path.write_text(text, encoding="utf-8")
 
 
 class ChatPanel:
@@ -194,7 +202,7 @@ class ChatPanel:
         log.debug("question %d (%s): %r", turn, mode, question)
         text = ""
         answer: Answer | None = None
-        shown = 0.0
+        shown: float | None = None  # when the text was last shown (or first arrived)
         try:
             stream = self.engine.stream(question, mode=chosen_mode(mode), history=list(turns), max_papers=max_papers,
                                         filters=filters)
@@ -203,8 +211,13 @@ class ChatPanel:
                     answer = event
                     continue
                 text += event
-                # At most STREAM_EVERY seconds apart: each update is a diff sent to the browser and rendered.
-                if time.monotonic() - shown >= STREAM_EVERY:
+                # Text is shown STREAM_EVERY seconds after it starts arriving, and then at most that often: each
+                # update is a queue message, a diff sent to the browser and a render. A text written at once (the
+                # offline writer's) is all there by then and arrives with the final update, in one piece.
+                now = time.monotonic()
+                if shown is None:
+                    shown = now
+                elif now - shown >= STREAM_EVERY:
                     messages[-1] = {"role": "assistant", "content": answer_html(text, turn)}
                     yield {self.chatbot: messages}
                     shown = time.monotonic()
@@ -231,9 +244,8 @@ class ChatPanel:
             self.sources.html: self.sources.show(turns),
             self.shared.turns: turns,
             self.shared.status: self.library.status(answer),
-            self.export: gr.DownloadButton(value=str(self.write_export(turns, request)), interactive=True),
             self.last_answer: answer_markdown(answer),
-        } | self.reference_buttons(turns, request)
+        } | self.download_buttons(turns, request)
 
     def save(self, conversation: str | None, question: str, answer: Answer,
              request: gr.Request | None) -> tuple[str | None, str | None]:
@@ -265,9 +277,8 @@ class ChatPanel:
             self.shared.turns: turns,
             self.shared.conversation: conversation,
             self.sources.html: self.sources.show(turns),
-            self.export: gr.DownloadButton(value=str(self.write_export(turns, request)), interactive=True),
             self.last_answer: answer_markdown(answers[-1]) if answers else "",
-        } | self.reference_buttons(turns, request)
+        } | self.download_buttons(turns, request)
 
     def session_folder(self, request: gr.Request | None) -> Path:
         """The browser session's folder in the app's export folder (removed at exit)."""
@@ -280,7 +291,7 @@ class ChatPanel:
         """The conversation as a Markdown file to download: one file per browser session, overwritten by
         each answer."""
         path = self.session_folder(request) / "rag-bot-conversation.md"
-        path.write_text(export_markdown(turns, self.library.papers), encoding="utf-8")
+        _rewrite(path, export_markdown(turns, self.library.papers))
         return path
 
     def write_references(self, turns: list[Turn], request: gr.Request | None = None) -> dict[Format, Path]:
@@ -296,15 +307,18 @@ class ChatPanel:
             path = folder / name
             text = export(papers, fmt)
             if not path.is_file() or path.read_text(encoding="utf-8") != text:
-                path.write_text(text, encoding="utf-8")
+                _rewrite(path, text)
             paths[fmt] = path
         return paths
 
-    def reference_buttons(self, turns: list[Turn], request: gr.Request | None = None) -> dict[Any, Any]:
-        """The three reference downloads for a conversation: its files, or disabled when nothing is cited."""
+    def download_buttons(self, turns: list[Turn], request: gr.Request | None = None) -> dict[Any, Any]:
+        """The downloads of a conversation: its Markdown export, and its references (disabled when nothing is
+        cited). Updates (`gr.update`), not new components: Gradio builds the component from an update once."""
+        export = str(self.write_export(turns, request))
         paths = self.write_references(turns, request)
-        return {button: gr.DownloadButton(value=str(paths[fmt]), interactive=True) if fmt in paths
-                else gr.DownloadButton(value=None, interactive=False) for fmt, button in self.cite.items()}
+        return {self.export: gr.update(value=export, interactive=True)} | {
+            button: gr.update(value=str(paths[fmt]), interactive=True) if fmt in paths
+            else gr.update(value=None, interactive=False) for fmt, button in self.cite.items()}
 
     def new_chat(self) -> dict[Any, Any]:
         # The question box is left alone: the user may already be typing the next question.
@@ -312,8 +326,8 @@ class ChatPanel:
             self.chatbot: [],
             self.shared.turns: [],
             self.sources.html: self.sources.empty(),
-            self.export: gr.DownloadButton(value=None, interactive=False),
-            **{button: gr.DownloadButton(value=None, interactive=False) for button in self.cite.values()},
+            self.export: gr.update(value=None, interactive=False),
+            **{button: gr.update(value=None, interactive=False) for button in self.cite.values()},
             self.last_answer: "",
             **({self.shared.conversation: None} if self.shared.conversation is not None else {}),
         }
