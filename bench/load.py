@@ -1,8 +1,18 @@
 """Load test of the chat: the real server (`rag-bot serve`) on a free port, N users for S seconds.
 
 Half of the users ask through the streamed chat (`/chat`, the event the Send button runs), half through
-`/ask` (the JSON API), each in its own thread with its own gradio_client session, one question after the
-other without pause. Latency is per question, from the call to the complete answer. Writes docs/load.md.
+`/ask` (the JSON API), each in its own process with its own gradio_client session (as each person has their own
+browser; 20 sessions in one process queue behind one interpreter lock), one question after the other without
+pause. Latency is per question, from the call to the complete answer. Writes docs/load.md.
+
+The server runs in its own session: Linux' autogroup scheduling gives each session one share of the CPU, so a
+server started in the bench's session competed with its own 20 clients for one share (and /chat, with more steps
+per answer than /ask, waited most: 2.6 s against 1.2 s at the median in the same run).
+
+The chat users behave as a browser does: each answer offers its conversation and references as files (the
+export and reference download buttons), which a browser fetches only when one is clicked, so the clients do not
+download them (`download_files=False`). `--download-files` makes them download every file of every answer, as
+gradio_client does by default (4 more requests per answer, each on a new connection).
 
 So that a loaded machine can be told from a slow server, it also records the machine's load average before and
 after the run and the CPU time the server process used during it (from /proc): CPU seconds per answer is what
@@ -17,6 +27,7 @@ the server costs, whatever else runs on the machine. `--profile out.txt` records
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import platform
 import shutil
@@ -25,11 +36,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 RAG_BOT = str(Path(sys.executable).parent / "rag-bot")
@@ -66,7 +77,11 @@ def start_server(storage: Path, workdir: Path) -> tuple[subprocess.Popen[bytes],
     env.update(RAG_BOT_STORAGE=str(storage), RAG_BOT_PORT=str(port), RAG_BOT_HOST="127.0.0.1",
                RAG_BOT_LOG_LEVEL="WARNING", GRADIO_ANALYTICS_ENABLED="False")
     log = (workdir / "serve.log").open("wb")
-    proc = subprocess.Popen([RAG_BOT, "serve"], env=env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
+    # Its own session, as a server is not one of its users: with the kernel's autogroup scheduling (Linux' default
+    # on desktops and on this machine), processes of one session share one slice of the CPU, so a server in the
+    # bench's session would be starved by the 20 clients it is serving, which use more CPU than it does.
+    proc = subprocess.Popen([RAG_BOT, "serve"], env=env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
     url = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
@@ -81,11 +96,26 @@ def start_server(storage: Path, workdir: Path) -> tuple[subprocess.Popen[bytes],
     raise SystemExit("rag-bot serve did not start within 180 s")
 
 
-def user(url: str, kind: str, index: int, stop: float, results: dict[str, list[float]],
-         errors: dict[str, list[str]], lock: threading.Lock) -> None:
+def client_for(url: str, download_files: bool) -> Any:
+    """A gradio_client session; it downloads the answers' files only if `download_files`."""
     from gradio_client import Client
 
-    client = Client(url, verbose=False)
+    if download_files:
+        return Client(url, verbose=False)
+    return Client(url, verbose=False, download_files=False)
+
+
+def user(url: str, kind: str, index: int, seconds: float, download_files: bool, ready: Any, go: Any,
+         out: Any) -> None:
+    """One user, in its own process (as each person has their own browser): its session, then questions one after
+    the other for `seconds` from `go`; puts (kind, latencies, errors, CPU seconds of this process) on `out`."""
+    client = client_for(url, download_files)
+    latencies: list[float] = []
+    errors: list[str] = []
+    ready.put(index)
+    go.wait()
+    cpu = time.process_time()
+    stop = time.monotonic() + seconds
     n = index
     while time.monotonic() < stop:
         question = QUESTIONS[n % len(QUESTIONS)]
@@ -99,11 +129,10 @@ def user(url: str, kind: str, index: int, stop: float, results: dict[str, list[f
                 result = client.predict(question, "Auto", 0, api_name="/ask")
                 assert "answer" in result, "no answer in the JSON"
         except Exception as exc:  # counted, not raised: the run goes on
-            with lock:
-                errors[kind].append(f"{type(exc).__name__}: {exc}"[:200])
+            errors.append(f"{type(exc).__name__}: {exc}"[:200])
             continue
-        with lock:
-            results[kind].append(time.perf_counter() - start)
+        latencies.append(time.perf_counter() - start)
+    out.put((kind, latencies, errors, time.process_time() - cpu))
 
 
 def cpu_seconds(pid: int) -> float:
@@ -156,14 +185,12 @@ def summarize_profile(raw: Path, out: Path, top: int = 40) -> None:
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def warm_up(url: str) -> float:
+def warm_up(url: str, download_files: bool = False) -> float:
     """Each question once through `/chat` (which also runs `/ask`'s engine path), one after the other, before
     the timed run: a served collection's sentence vectors are computed at their first use and then cached, so
     without this the first seconds measure that one-off cost. Returns the seconds it took."""
-    from gradio_client import Client
-
     start = time.perf_counter()
-    client = Client(url, verbose=False)
+    client = client_for(url, download_files)
     for question in QUESTIONS:
         client.predict(question, [], "Auto", 6, api_name="/chat")
     return time.perf_counter() - start
@@ -190,6 +217,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "load.md")
     parser.add_argument("--no-warmup", action="store_true", help="measure from a cold start (no warm-up round)")
     parser.add_argument("--profile", type=Path, help="record the server with py-spy; its hottest functions here")
+    parser.add_argument("--download-files", action="store_true",
+                        help="chat users download every file each answer offers (gradio_client's default; a browser "
+                             "fetches them only on a click)")
     args = parser.parse_args()
 
     workdir = Path(tempfile.mkdtemp(prefix="rag-bot-load-"))
@@ -197,27 +227,36 @@ def main() -> None:
         storage = args.storage or seed_store(workdir)
         proc, url = start_server(storage, workdir)
         try:
-            warmup = None if args.no_warmup else warm_up(url)
+            warmup = None if args.no_warmup else warm_up(url, args.download_files)
             results: dict[str, list[float]] = {"chat": [], "ask": []}
             errors: dict[str, list[str]] = {"chat": [], "ask": []}
-            lock = threading.Lock()
-            stop = time.monotonic() + args.seconds
-            threads = [
-                threading.Thread(target=user, args=(url, "chat" if i % 2 == 0 else "ask", i, stop, results, errors,
-                                                    lock))
-                for i in range(args.users)
-            ]
+            # One process per user: in one process, 20 gradio_client sessions share one interpreter lock, and the
+            # client's own work (parsing and applying each streamed update) queues behind it.
+            context = multiprocessing.get_context("spawn")
+            ready, go, out = context.Queue(), context.Event(), context.Queue()
+            users = [context.Process(target=user, args=(url, "chat" if i % 2 == 0 else "ask", i, args.seconds,
+                                                        args.download_files, ready, go, out), daemon=True)
+                     for i in range(args.users)]
+            for process in users:
+                process.start()
+            for _ in users:  # every session open before the clock starts
+                ready.get(timeout=300)
             load_before = load_average()
             cpu_before = cpu_seconds(proc.pid)
             spy = start_profile(proc.pid, args.seconds, args.profile) if args.profile else None
             began = time.monotonic()
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
+            go.set()
+            clients_cpu = 0.0
+            for _ in users:
+                kind, latencies, failures, cpu = out.get(timeout=args.seconds + 300)
+                results[kind] += latencies
+                errors[kind] += failures
+                clients_cpu += cpu
             elapsed = time.monotonic() - began
             server_cpu = cpu_seconds(proc.pid) - cpu_before
             load_after = load_average()
+            for process in users:
+                process.join(timeout=30)
             if spy is not None and args.profile:
                 spy.wait(timeout=120)
                 summarize_profile(Path(str(args.profile) + ".raw"), args.profile)
@@ -247,8 +286,12 @@ def main() -> None:
         f"`bench/load.py`: the real `rag-bot serve` over {'the seed collection' if not args.storage else args.storage}"
         f" (offline composer), {args.users} users for {args.seconds:.0f} s, half through the streamed chat "
         "(`/chat`), half through `/ask`, each user asking one question after the other with no pause "
-        "(gradio_client, one session per user, all on the same machine as the server). Latency: from the call to "
+        "(gradio_client, one session and one process per user, all on the same machine as the server). Latency: "
+        "from the call to "
         "the complete answer, in seconds. "
+        + ("The chat users download every file each answer offers (`--download-files`). " if args.download_files
+           else "As a browser, the chat users do not download the export and reference files each answer offers "
+                "(a browser fetches one when it is clicked). ")
         + ("No warm-up: the run starts on a cold server." if warmup is None else
            f"Before the timed run, each of the {len(QUESTIONS)} questions was asked once ({warmup:.1f} s), so the "
            "collection's sentence vectors (computed once per paper, then cached) are in memory as on a server "
@@ -267,7 +310,10 @@ def main() -> None:
         f"Machine load average (1 / 5 / 15 min): {load_before} before the run, {load_after} after it "
         f"({cores} cores). Server CPU time during the run: {server_cpu:.1f} s of {elapsed:.0f} s "
         f"({100 * server_cpu / elapsed / cores:.0f}% of the machine), "
-        f"{server_cpu / max(1, len(every)) * 1000:.0f} ms per answer.",
+        f"{server_cpu / max(1, len(every)) * 1000:.0f} ms per answer, so the server alone could answer about "
+        f"{cores * len(every) / max(server_cpu, 1e-9):.0f} questions/s on {cores} idle cores. The {args.users} "
+        f"client processes (on the same cores) used {clients_cpu:.1f} s of CPU, "
+        f"{clients_cpu / max(1, len(every)) * 1000:.0f} ms per answer.",
     ])
     if total_errors:
         text += "\n\nFirst errors:\n\n" + "\n".join(f"- {e}" for e in (errors["chat"] + errors["ask"])[:5])
