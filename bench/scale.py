@@ -472,7 +472,26 @@ def sentences_section() -> list[str]:
          "- **batched**: a question's missing papers are embedded in one model call, sorted by length across "
          "papers (grounding asks for its top 3 together, then, when grounded, an area's candidates together).",
          "- **no spinning**: onnxruntime no longer busy-waits between operators; on this shared machine that was "
-         "a third of the CPU time of embedding sentences.", ""]
+         "a fifth to a third of the CPU time of embedding sentences (table below).", "",
+         "The p50 target is met once a question's papers have been used before (the `after first use` rows below); "
+         "a paper's first use still embeds it (about 0.1 s of CPU each, a few papers per question). A whole "
+         "collection is made ready ahead of questions with `SentenceIndex.fill` (at 22,186 papers about 40 minutes "
+         "of CPU, once; not run here, and not part of ingest, which stays one pass). The persisted store is used "
+         "where the engine builds its `SentenceIndex` with the paper index (`SentenceIndex(embedder, store=index)`; "
+         "the bench does); without it answers are the `in memory only` rows.", ""]
+    quality = ROOT / "bench" / "results" / "sentences_quality.json"
+    if quality.exists():
+        q = json.loads(quality.read_text())
+        keys = ("R@1", "R@5", "MRR@10", "summary/compare recall", "topic precision", "refusal accuracy",
+                "false refusals", "citation integrity", "partial stated", "controls wrongly stated", "cpu_s")
+        L += ["Quality is unchanged: the vectors are the same numbers, and no answer of the latency runs below differs "
+              "between the four variants. The dev set and the partial questions over the 3,202-paper collection "
+              "(bench/eval_scale.py's measures; the sentence index before against now, one process; `cpu_s`: CPU "
+              "seconds of the whole set, the persisted store partly filled by the latency run):", "",
+              "| sentence index | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]
+        for name, row in q.items():
+            L.append(f"| {name} | " + " | ".join(str(row.get(k, "")) for k in keys) + " |")
+        L.append("")
     cost = ROOT / "bench" / "results" / "pass_cost.json"
     if cost.exists():
         c = json.loads(cost.read_text())
@@ -493,7 +512,9 @@ def sentences_section() -> list[str]:
         d = json.loads(derived.read_text())
         L += [f"Option (a), chunk and paper vectors derived from the sentence vectors so that ingest makes one "
               f"sentence pass only (bench/vectors.py --derived, {d['date']}; a chunk's vector is the normalised mean "
-              "of its title's and its sentences' vectors, `weighted` by their word pieces):", "",
+              "of its title's and its sentences' vectors, `weighted` by their word pieces; the working tree of that moment, so compare the rows with each other). It "
+              "loses summary/compare recall and adds false refusals on the dev set already, so it was not adopted "
+              "(and an eager sentence pass at ingest beside the chunks would cost 0.9x the chunk pass, see above):", "",
               "| set | layout | R@1 | MRR@10 | summary/compare recall | refusal accuracy | false refusals | "
               "topic precision | partial stated | CSFCube nDCG@20 |", "|---|---|---|---|---|---|---|---|---|---|"]
         for r in d["rows"]:
@@ -503,6 +524,10 @@ def sentences_section() -> list[str]:
                 L.append(f"| {r['set']} | {r['layout']} | {r.get('R@1')} | {r.get('MRR@10')} | "
                          f"{r.get('summary/compare recall')} | {r.get('refusal accuracy')} | "
                          f"{r.get('false refusals')} | {r.get('topic precision')} | {r.get('partial stated', '')} | |")
+        sets = {r["set"] for r in d["rows"]}
+        missing = [name for key, name in (("csfcube", "CSFCube"), ("3000", "the 3,000 collection")) if key not in sets]
+        if missing:
+            L += ["", f"Not measured in that run: {' and '.join(missing)}."]
         L.append("")
     return L
 

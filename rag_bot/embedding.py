@@ -59,8 +59,8 @@ def _load(max_tokens: int) -> tuple[Any, Any]:
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.inter_op_num_threads = 1
-    # No busy-waiting between operators: on a shared or busy machine the spinning threads burned a third of the
-    # CPU time of an answer's sentence embedding (bench/vectors.py --pass-cost; docs/benchmarks.md).
+    # No busy-waiting between operators: on a shared or busy machine the spinning threads burned a fifth to a third
+    # of the CPU time of an answer's sentence embedding (bench/vectors.py --pass-cost; docs/benchmarks.md).
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     # Batches are bounded by tokens (TOKEN_BUDGET), so the arena stays small whatever the input size.
     session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
