@@ -57,8 +57,9 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     report, result = engine.ingest(paths, prune=args.prune, progress=lambda n: bar.update(n), on_read=on_read)
     if bar is not None:
         bar.close()
-    if args.prune and result.problems:
-        print("warning: --prune was skipped because some input could not be read", file=sys.stderr)
+    if args.prune and (result.problems or not result.papers):
+        why = "some input could not be read" if result.problems else "no paper was read"
+        print(f"warning: --prune was skipped because {why}", file=sys.stderr)
     print(f"Read {len(result.papers)} papers from {result.files} files: {report}. "
           f"The index holds {engine.index.count()} papers.")
     if not result.papers and result.problems:
