@@ -83,7 +83,7 @@ class Engine:
     def sentences(self) -> SentenceIndex:
         """The shared sentence index (grounding, the offline writer, quotes)."""
         if self._sentences is None:
-            self._sentences = SentenceIndex(self.index.embedder)
+            self._sentences = SentenceIndex(self.index.embedder, store=self.index)
         return self._sentences
 
     @property

@@ -13,7 +13,7 @@ import pytest
 from rag_bot.embedding import MiniLMEmbedding
 from rag_bot.engine import Engine
 from rag_bot.index import PaperIndex
-from rag_bot.sentences import SentenceIndex, paper_sentences
+from rag_bot.sentences import SUFFIX, SentenceIndex, paper_sentences
 from rag_bot.settings import Settings
 
 QUESTIONS = (
@@ -41,7 +41,14 @@ def store(seed_storage: Path, tmp_path: Path) -> Path:
 
 @pytest.fixture
 def index(store: Path, engine) -> PaperIndex:
-    return PaperIndex(Settings(storage=store), embedder=engine.index.embedder)
+    index = PaperIndex(Settings(storage=store), embedder=engine.index.embedder)
+    # The session's engine answered questions on the seed store, so its copy may hold sentence vectors already:
+    # each test starts from none.
+    try:
+        index.client.delete_collection(f"{index.settings.collection}{SUFFIX}")
+    except Exception:  # noqa: BLE001 - no such collection yet
+        pass
+    return index
 
 
 @pytest.fixture
