@@ -62,6 +62,9 @@ def _load(max_tokens: int) -> tuple[Any, Any]:
     # No busy-waiting between operators: on a shared or busy machine the spinning threads burned a fifth to a third
     # of the CPU time of an answer's sentence embedding (bench/vectors.py --pass-cost; docs/benchmarks.md).
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    # No memory pattern: onnxruntime would keep a planned arena per batch shape seen, so an ingest's memory grew
+    # with every new (batch, length) pair (1,000 abstracts: peak 1,242 -> 819 MiB; docs/benchmarks.md).
+    options.enable_mem_pattern = False
     # Batches are bounded by tokens (TOKEN_BUDGET), so the arena stays small whatever the input size.
     session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
     log.info("embedding model loaded from %s (%d tokens)", model, max_tokens)

@@ -59,8 +59,9 @@ class Settings(BaseSettings):
     max_tokens: int = Field(256, description="Embedding model input limit (MiniLM was trained at 256).")
     embed_batch_size: int = Field(16, description="Texts per embedding batch.")
     paper_vector: Literal["whole", "mean"] = Field(
-        "whole", description="A paper's own vector: its title and whole abstract embedded (best dev-set figures), or "
-        "the mean of its chunk vectors (one model pass: about half the ingest time; docs/benchmarks.md)."
+        "mean", description="A paper's own vector: the mean of its chunk vectors (one model pass per paper), or "
+        "its title and whole abstract embedded once more (`whole`: about twice the ingest time for one dev question "
+        "at R@1 and one false refusal, noise-level; docs/benchmarks.md)."
     )
 
     # --- retrieval --------------------------------------------------------------------------------

@@ -132,14 +132,7 @@ def test_out_of_collection_question_is_declined_with_nearest_topics(engine, ask,
     "question",
     [
         "differential privacy guarantees for training",  # no abstract mentions privacy
-        pytest.param(
-            "reinforcement learning for robot grasping in the real world",  # no abstract mentions robots
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="known limit of the refusal rule (docs/eval.md): shares 'reinforcement learning' with "
-                "QUATRO and clears the evidence threshold",
-            ),
-        ),
+        "reinforcement learning for robot grasping in the real world",  # no abstract mentions robots
     ],
 )
 def test_off_topic_near_misses_are_declined(ask, question):

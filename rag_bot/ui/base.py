@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rag_bot.collection_map import CollectionMap, build_map
+from rag_bot.collection_map import CollectionMap, map_of
 from rag_bot.conversations import Conversations
 from rag_bot.engine import Engine
 from rag_bot.index import store_label
@@ -42,10 +42,9 @@ class Library:
     def refresh(self) -> None:
         """Take the papers the engine holds (re-read by every ingest) and recompute the map."""
         self.papers = dict(self.engine.papers)
-        papers = list(self.papers.values())
-        vectors = self.engine.index.paper_vectors([p.doc_id for p in papers]) if papers else {}
-        self.map = build_map(papers, vectors)
-        log.debug("collection view: %d papers", len(papers))
+        # The map of this collection state is computed once and saved beside the store (rag_bot/collection_map.py).
+        self.map = map_of(self.engine.index, self.papers)
+        log.debug("collection view: %d papers", len(self.papers))
 
     def status(self, answer: Answer | None = None) -> str:
         """The status line: who wrote the last answer (else who will write), collection size and store."""
