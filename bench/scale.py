@@ -290,7 +290,7 @@ def sample_jsonl(n: int, folder: Path, every: int = 5) -> Path:
     with gzip.open(ML_ABSTRACTS, "rt", encoding="utf-8") as src, out.open("w", encoding="utf-8") as dst:
         kept = 0
         for i, line in enumerate(src):
-            if i % every == 1 and line.strip():
+            if i % every == min(1, every - 1) and line.strip():
                 dst.write(line if line.endswith("\n") else line + "\n")
                 kept += 1
                 if kept >= n:

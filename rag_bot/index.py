@@ -200,12 +200,12 @@ def rebuild_store(settings: Settings) -> str:
     _forget_client(settings)
     if settings.chroma_url:
         client = open_client(settings)
-        for suffix in ("papers", "chunks"):
+        for suffix in ("papers", "chunks", "sentences"):  # sentences: the answer-time cache (rag_bot/sentences.py)
             try:
                 client.delete_collection(f"{settings.collection}_{suffix}")
             except STORE_FAULTS + (ValueError,) as exc:  # a missing collection is fine
                 log.debug("delete_collection %s: %s", suffix, exc)
-        return f"deleted the collections {settings.collection}_papers and {settings.collection}_chunks " \
+        return f"deleted the collections {settings.collection}_papers, _chunks and _sentences " \
                f"on the {store_label(settings)}"
     storage = Path(settings.storage)
     if not storage.exists() or not any(storage.iterdir()):
