@@ -102,3 +102,13 @@ def test_chat_respond_answers_or_warns(panel, errors):
 
     check()
     assert not errors, [r.getMessage() for r in errors]
+
+
+@pytest.mark.parametrize(("value", "expected"), [(float("inf"), "limit"), (1e300, "limit"), ("3", 3), (0, None)])
+def test_the_papers_field_takes_any_number(value, expected):
+    from rag_bot.ui.chat import MAX_PAPERS as limit
+    from rag_bot.ui.chat import check_papers
+
+    expected = limit if expected == "limit" else expected
+    # hypothesis once found float("inf") overflowing int(); the field's bound applies to any number.
+    assert check_papers(value) == expected

@@ -85,7 +85,7 @@ def check_papers(value: Any) -> int | None:
         raise gr.Error(f"papers must be a number, got {str(value)[:40]!r}.") from None
     if math.isnan(number) or number < 0:
         raise gr.Error("papers must be 0 (as many as the answer needs) or a positive number.")
-    return min(int(number), MAX_PAPERS) if number >= 1 else None
+    return int(min(number, MAX_PAPERS)) if number >= 1 else None  # float("inf") included
 
 
 def check_filters(venue: Any, year: Any, author: Any, source: Any) -> Filters | None:
