@@ -28,7 +28,7 @@ KEYS = ("R@1", "R@5", "MRR@10", "refusal accuracy", "false refusals", "summary/c
 LABELS = ROOT / "bench" / "data" / "topic_labels.jsonl"
 
 
-def labelled_precision(engine, metrics: dict[str, object]) -> dict[str, object]:
+def labelled_precision(engine, metrics: dict[str, object], questions) -> dict[str, object]:
     """Topic precision of the summaries and comparisons with the cited distractors judged, not assumed off topic.
 
     bench/data/topic_labels.jsonl holds one judgement per (question, cited distractor), made by reading the
@@ -40,8 +40,7 @@ def labelled_precision(engine, metrics: dict[str, object]) -> dict[str, object]:
             if line.strip():
                 d = json.loads(line)
                 labels[(d["id"], d["title"])] = bool(d["on_topic"])
-    expected = {json.loads(line)["id"]: set(json.loads(line)["expected"])
-                for line in (ROOT / "tests" / "data" / "dev_questions.jsonl").read_text().splitlines() if line.strip()}
+    expected = {q.id: set(q.expected) for q in questions}
     per_question, unlabelled = [], []
     for row in metrics["rows"]:  # type: ignore[union-attr]
         judged = []
@@ -91,7 +90,7 @@ def main() -> int:
         seeds = Engine(Settings(storage=Path(tmp)))
         seeds.ingest([ROOT / "seeds"])
         metrics = evaluate(seeds, questions)
-        results.append(("38 (seeds)", metrics | labelled_precision(seeds, metrics), partial_scores(seeds)))
+        results.append(("38 (seeds)", metrics | labelled_precision(seeds, metrics, questions), partial_scores(seeds)))
         for size in args.sizes:
             store = ROOT / "storage" / f"bench-{size}"  # built by bench/collections.py
             if not (store / "chroma.sqlite3").exists():
@@ -99,7 +98,7 @@ def main() -> int:
                 continue
             engine = Engine(Settings(storage=store))
             metrics = evaluate(engine, questions)
-            results.append((f"{engine.index.count()}", metrics | labelled_precision(engine, metrics),
+            results.append((f"{engine.index.count()}", metrics | labelled_precision(engine, metrics, questions),
                             partial_scores(engine)))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()

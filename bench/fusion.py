@@ -12,7 +12,6 @@ changes between columns.
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import csfcube  # noqa: E402
 
 from rag_bot import metrics, retrieve  # noqa: E402
+from rag_bot.evaluate import DEFAULT_SET, load_questions  # noqa: E402
 
 
 def dev_scores(store: Path, ks: list[int]) -> dict[int, tuple[float, float]]:
@@ -33,16 +33,15 @@ def dev_scores(store: Path, ks: list[int]) -> dict[int, tuple[float, float]]:
     from rag_bot.settings import Settings
 
     engine = Engine(Settings(storage=store))
-    questions = [json.loads(line) for line in (ROOT / "tests" / "data" / "dev_questions.jsonl").open()]
-    questions = [q for q in questions if q["kind"] in ("single", "fact") and q["expected"]]
+    questions = [q for q in load_questions(DEFAULT_SET) if q.kind in ("single", "fact") and q.expected]
     out = {}
     for k in ks:
         retrieve.RRF_K = k
         at5, rr = [], []
         for q in questions:
-            ranking = [p.paper.doc_id for p in engine.retriever.retrieve_papers(q["question"], top_k=10)]
-            at5.append(metrics.success_at_k(ranking, q["expected"][:1], 5))
-            rr.append(metrics.reciprocal_rank(ranking, q["expected"][:1], 10))
+            ranking = [p.paper.doc_id for p in engine.retriever.retrieve_papers(q.question, top_k=10)]
+            at5.append(metrics.success_at_k(ranking, q.expected[:1], 5))
+            rr.append(metrics.reciprocal_rank(ranking, q.expected[:1], 10))
         out[k] = (round(sum(at5) / len(at5), 3), round(sum(rr) / len(rr), 3))
     return out
 

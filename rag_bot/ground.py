@@ -88,6 +88,14 @@ def relevance(paper: ScoredPaper, topic_vector: np.ndarray, sentence_vectors: Ca
     return paper.similarity + best_sentence + AREA_COVERAGE_WEIGHT * paper.coverage
 
 
+def area_candidates(papers: Sequence[ScoredPaper], settings: Settings) -> list[ScoredPaper]:
+    """The papers an area (summary, comparison by topic) may include: not named, above `min_score` and within
+    AREA_REACH of the best similarity."""
+    best_similarity = max((p.similarity for p in papers), default=0.0)
+    return [p for p in papers if not p.named and p.similarity >= settings.min_score
+            and p.similarity >= best_similarity - AREA_REACH]
+
+
 def on_topic(
     papers: Sequence[ScoredPaper],
     topic_vector: np.ndarray,
@@ -99,9 +107,7 @@ def on_topic(
     AREA_RATIO of the best paper's), so two papers when two are on topic and forty when forty are."""
     if not papers:
         return []
-    best_similarity = max(p.similarity for p in papers)
-    candidates = [p for p in papers if not p.named and p.similarity >= settings.min_score
-                  and p.similarity >= best_similarity - AREA_REACH]
+    candidates = area_candidates(papers, settings)
     scores = {p.paper.doc_id: relevance(p, topic_vector, sentence_vectors) for p in candidates}
     top = max(scores.values(), default=0.0)
     kept = sorted((p for p in candidates if scores[p.paper.doc_id] >= AREA_RATIO * top),
@@ -226,10 +232,9 @@ class GroundingPostprocessor(BaseNodePostprocessor):
         topic_vector = self.sentences.query_vector(topic_query(query.question))
         # Papers whose sentences are scored are embedded together, a group at its first use: the evidence score's top
         # papers, then (when grounded) an area's candidates.
-        reach = max(self.settings.min_score, max((p.similarity for p in papers), default=0.0) - AREA_REACH)
         sentence_vectors = self.sentences.batched(
             [p.paper for p in papers[:EVIDENCE_PAPERS]],
-            [p.paper for p in papers if query.mode != "ask" and not p.named and p.similarity >= reach])
+            [p.paper for p in area_candidates(papers, self.settings)] if query.mode != "ask" else [])
         return ground(topic_vector, papers, query.mode, sentence_vectors, self.settings,
                       query.max_papers, topic_vector=topic_vector, topic=topic_query(query.question))
 

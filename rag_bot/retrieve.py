@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -28,12 +29,16 @@ log = logging.getLogger(__name__)
 
 # Reciprocal-rank fusion constant. 20, not the customary 60: with thousands of papers a paper ranked first by one
 # retriever and absent from the other's list sank below papers both rank modestly (60: dev R@5 0.820 at 22,186
-# papers, MRR@10 0.834 at 3,202; 20: 0.869 and 0.854; the seeds and CSFCube unchanged, docs/eval.md).
+# papers, MRR@10 0.843 at 3,202; 20: 0.885 and 0.862; the seeds and CSFCube unchanged: bench/fusion.py).
 RRF_K = 20
 LONG_QUESTION_WORDS = 25
 FEEDBACK_PAPERS = 10  # top papers whose abstracts feed back into a long question
 FEEDBACK_TERMS = 10  # terms they add to its BM25 query
 AREA_CANDIDATES = 40  # papers retrieved for a summary or a comparison by topic (grounding keeps those on topic)
+
+
+# A word as names are written: CorrSteer, Het-CPFLoRA, Quartet-II, GPT-4o, C++.
+_NAME_TOKEN = re.compile(r"[\w][\w\-–.+]*[\w+]|[\w]")
 
 
 @dataclass
@@ -56,7 +61,7 @@ class NameIndex:
     def find(self, question: str, distinctive_only: bool = False) -> list[str]:
         """doc_ids of papers named in the question, in the order they are named (with
         `distinctive_only`, only names no ordinary text would contain: CorrSteer, Quartet II)."""
-        tokens = re.findall(r"[\w][\w\-–.+]*[\w+]|[\w]", question)
+        tokens = _NAME_TOKEN.findall(question)
         first_seen: dict[str, int] = {}  # doc_id -> index of the token where its name starts
         for size in (3, 2, 1):
             for i in range(len(tokens) - size + 1):
@@ -126,6 +131,18 @@ class Snapshot:
             mask = np.fromiter((d in allowed for d in self.ids), dtype=np.float32, count=len(self.ids))
         docs, scores = self.bm25.retrieve([stems], k=min(k, len(self.ids)), show_progress=False, weight_mask=mask)
         return {self.ids[int(d)]: float(s) for d, s in zip(docs[0], scores[0]) if s > 0}
+
+    def unique_names(self, question: str, stem: Callable[[str], list[str]]) -> list[str]:
+        """Papers named by a word of the question that looks like a name (EvoClaw, Evo-Claw, FlashAttention) and
+        occurs in exactly one abstract of the collection, though the paper's derived aliases lack it (a benchmark
+        or method an abstract mentions without "we propose X")."""
+        found: list[str] = []
+        for raw in _NAME_TOKEN.findall(question):
+            if _is_distinctive(raw):
+                stems = stem(normalize_name(raw))
+                if len(stems) == 1 and self.df.get(stems[0]) == 1:
+                    found.extend(self.bm25_scores(stems, 1))
+        return found
 
     def matching(self, filters: Filters | None) -> set[str] | None:
         """The doc_ids that pass the filters (None: no filter, every paper)."""
@@ -225,21 +242,6 @@ class PaperRetriever(BaseRetriever):
         query = np.asarray(self.index.embedder.get_query_embedding(topic_query(question)))
         return {d: float(np.dot(query, np.asarray(v))) for d, v in vectors.items()}
 
-    def _unique_names(self, snap: Snapshot, question: str) -> list[str]:
-        """Papers named by a word of the question that looks like a name (EvoClaw, Evo-Claw, FlashAttention) and
-        occurs in exactly one abstract of the collection, though the paper's derived aliases lack it (a benchmark
-        or method an abstract mentions without "we propose X")."""
-        if snap.bm25 is None:
-            return []
-        found: list[str] = []
-        for raw in re.findall(r"[\w][\w\-–.+]*[\w+]", question):
-            if not _is_distinctive(raw):
-                continue
-            stems = self._stems(normalize_name(raw))
-            if len(stems) == 1 and snap.df.get(stems[0]) == 1:
-                found.extend(snap.bm25_scores(stems, 1))
-        return found
-
     def _question_weights(self, snap: Snapshot, question: str) -> dict[str, float]:
         """IDF weights of the question's content words (stemmed), for `coverage`."""
         if not snap.doc_terms:
@@ -282,10 +284,10 @@ class PaperRetriever(BaseRetriever):
             fused = _fuse(*self._feedback(snap, topic, fused, k, allowed), weights)
         # A long question (a pasted abstract, a query by example) names its own concepts, not papers of
         # the collection: there only unmistakable names count (measured on CSFCube, docs/eval.md).
-        named = [d for d in snap.names.find(question, distinctive_only=long_question) if allowed is None or d in allowed]
+        named = snap.names.find(question, distinctive_only=long_question)
         if not long_question:
-            named += [d for d in self._unique_names(snap, question)
-                      if d not in named and (allowed is None or d in allowed)]
+            named += [d for d in snap.unique_names(question, self._stems) if d not in named]
+        named = [d for d in named if allowed is None or d in allowed]
         for position, doc_id in enumerate(named):
             fused[doc_id] = fused.get(doc_id, 0.0) + 1.0 - position * 0.01
         ranked = [d for d in sorted(fused, key=fused.__getitem__, reverse=True) if d in snap.papers][:top_k]

@@ -200,15 +200,7 @@ class SentenceIndex:
         after an ingest); how many papers were embedded. Memory is bounded: the vectors are not kept."""
         embedded = 0
         for start in range(0, len(papers), batch):
-            wanted = {p.doc_id: (p, paper_sentences(p)) for p in papers[start:start + batch]}
-            keys = {d: sentence_key(s, self.embedder.max_tokens) for d, (_, s) in wanted.items()}
-            stored = self.store.get(keys) if self.store is not None else {}
-            todo = [d for d in wanted if d not in stored]
-            if todo:
-                vectors = self._embed([wanted[d][1] for d in todo])
-                if self.store is not None:
-                    self.store.put({d: (keys[d], v) for d, v in zip(todo, vectors)})
-                embedded += len(todo)
+            embedded += self._vectors([(p, paper_sentences(p)) for p in papers[start:start + batch]])[1]
         return embedded
 
     def _fill(self, papers: Sequence[Paper]) -> dict[tuple[str, int], Entry]:
@@ -224,23 +216,28 @@ class SentenceIndex:
                     todo[key] = (paper, paper_sentences(paper))
             if not todo:
                 return out
-            keys = {paper.doc_id: sentence_key(s, self.embedder.max_tokens) for paper, s in todo.values()}
-            stored = self.store.get(keys) if self.store is not None else {}
-            computed: dict[str, tuple[str, np.ndarray]] = {}
-            missing = [(p, s) for p, s in todo.values()
-                       if p.doc_id not in stored or stored[p.doc_id].shape[0] != len(s)]
-            if missing:
-                for (paper, _), vectors in zip(missing, self._embed([s for _, s in missing])):
-                    stored[paper.doc_id] = vectors
-                    computed[paper.doc_id] = (keys[paper.doc_id], vectors)
+            vectors, _ = self._vectors(list(todo.values()))
             if len(self._cache) + len(todo) > CACHE_PAPERS:
                 log.debug("sentence cache full (%d papers): cleared", len(self._cache))
                 self._cache.clear()
             for key, (paper, sentences) in todo.items():
-                self._cache[key] = out[key] = (sentences, stored[paper.doc_id])
-            if computed and self.store is not None:
-                self.store.put(computed)
+                self._cache[key] = out[key] = (sentences, vectors[paper.doc_id])
             return out
+
+    def _vectors(self, todo: Sequence[tuple[Paper, list[str]]]) -> tuple[dict[str, np.ndarray], int]:
+        """The sentence vectors of papers (with their sentences): read from the store where it holds them for
+        exactly these sentences, the rest embedded in one model call and persisted; also how many were embedded."""
+        keys = {paper.doc_id: sentence_key(s, self.embedder.max_tokens) for paper, s in todo}
+        vectors = self.store.get(keys) if self.store is not None else {}
+        missing = [(p, s) for p, s in todo if p.doc_id not in vectors or vectors[p.doc_id].shape[0] != len(s)]
+        computed: dict[str, tuple[str, np.ndarray]] = {}
+        if missing:
+            for (paper, _), found in zip(missing, self._embed([s for _, s in missing])):
+                vectors[paper.doc_id] = found
+                computed[paper.doc_id] = (keys[paper.doc_id], found)
+            if self.store is not None:
+                self.store.put(computed)
+        return vectors, len(missing)
 
     def _embed(self, groups: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """Vectors of several papers' sentences, from one model call (batches sorted by length across papers)."""
