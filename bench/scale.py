@@ -537,6 +537,32 @@ def sentences_section() -> list[str]:
     return L
 
 
+def full_ingest_section() -> list[str]:
+    """The whole 22,148-abstract file ingested into a fresh folder store and a fresh `chroma run` server
+    (bench/full_ingest.py, its last runs), against the reference scaled to the file."""
+    runs = [json.loads(p.read_text()) for p in (ROOT / "bench" / "results" / "full_ingest.json",
+                                                 ROOT / "bench" / "results" / "full_ingest-server.json")
+            if p.exists()]
+    if not runs:
+        return []
+    L = ["## The whole file: 22,148 abstracts in one ingest", "",
+         "bench/full_ingest.py: `rag-bot ingest --quiet ../shared/data/ml_abstracts.jsonl.gz` into a fresh store, "
+         "process start to exit; resident memory sampled every second (the ingest process, and the server's). "
+         "Baseline: the embedder reference on every 10th abstract, run before and after the ingest, scaled to the "
+         "whole file by word pieces.", "",
+         "| store | date | abstracts | seconds | abstracts/s | reference s | ratio | peak RSS MiB | server peak "
+         "RSS MiB | load before / after |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in runs:
+        server = f"{r['server_peak_rss_mib']:.0f}" if r.get("server_peak_rss_mib") else ""
+        L.append(f"| {r['mode']} | {r['date']} | {r['abstracts']:,} | {r['ingest_s']:.0f} | "
+                 f"{r['abstracts_per_s']:.1f} | {r['reference_s']:.0f} | **{r['ratio']:.2f}x** | "
+                 f"{r['peak_rss_mib']:.0f} | {server} | {r['load_before']:.1f} / {r['load_after']:.1f} |")
+    L += ["", "Reference sample runs: " + "; ".join(
+        f"{r['mode']}: {', '.join(f'{s:.0f} s' for s in r['reference_sample_s'])} for {r['reference_sample']:,} "
+        "abstracts" for r in runs) + ". Reports: " + "; ".join(f"{r['mode']}: {r['report']}" for r in runs), ""]
+    return L
+
+
 def report(info: dict[str, Any], ingest: dict[str, Any] | None, rows: list[dict[str, Any]],
            missing: list[int], profile: list[str] | None, full: bool) -> str:
     L = ["# Benchmarks at size", "",
