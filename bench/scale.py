@@ -563,6 +563,34 @@ def full_ingest_section() -> list[str]:
     return L
 
 
+def server_section() -> list[str]:
+    """The 22,186-paper collection through a `chroma run` server against the folder store (bench/server_scale.py)."""
+    path = ROOT / "bench" / "results" / "server_scale.json"
+    if not path.exists():
+        return []
+    r = json.loads(path.read_text())
+    L = ["## Through a `chroma run` server", "",
+         f"bench/server_scale.py ({r['date']}, load average {r['load_before']:.1f} before, {r['load_after']:.1f} "
+         "after): the seeds and all 22,148 abstracts ingested into a fresh `chroma run` server by `rag-bot ingest` "
+         "(bench/full_ingest.py --server --seeds), against the folder store of the same papers, measured "
+         f"interleaved in one run: {r['questions']} questions (the dev set, then titles and phrases of random papers), "
+         "each answered twice (its papers' first use, then again with their sentence vectors read from the store).",
+         "", "| store | papers | first `ask` s | `ask` cold s (best of 3) | retrieve p50 / p95 ms | answer, first use "
+         "p50 / p95 ms | answer again p50 / p95 ms |", "|---|---|---|---|---|---|---|"]
+    for name, label in (("folder", "folder (baseline)"), ("server", "`chroma run` server")):
+        L.append(f"| {label} | {r['papers'][name]:,} | {r[f'{name}_ask_first_s']:.2f} | "
+                 f"{r[f'{name}_ask_cold_s']:.2f} | {r[f'{name}_retrieve_p50']:.0f} / {r[f'{name}_retrieve_p95']:.0f} | "
+                 f"{r[f'{name}_answer_first_p50']:.0f} / {r[f'{name}_answer_first_p95']:.0f} | "
+                 f"{r[f'{name}_answer_again_p50']:.0f} / {r[f'{name}_answer_again_p95']:.0f} |")
+    keys = list(r["folder_quality"])
+    L += ["", "Quality on the dev set (`rag-bot eval`'s measures):", "", "| store | " + " | ".join(keys) + " |",
+          "|---" * (len(keys) + 1) + "|"]
+    for name in ("folder", "server"):
+        L.append(f"| {name} | " + " | ".join(str(r[f"{name}_quality"][k]) for k in keys) + " |")
+    L += ["", f"Server resident memory after the run: {r['server_rss_mib']:.0f} MiB.", ""]
+    return L
+
+
 def report(info: dict[str, Any], ingest: dict[str, Any] | None, rows: list[dict[str, Any]],
            missing: list[int], profile: list[str] | None, full: bool) -> str:
     L = ["# Benchmarks at size", "",
@@ -594,6 +622,7 @@ def report(info: dict[str, Any], ingest: dict[str, Any] | None, rows: list[dict[
               "256 papers at a time):", "", "| abstracts | peak RSS MiB | seconds |", "|---|---|---|"]
         L += [f"| {m['n']} | {m['peak_mib']:.0f} | {m['seconds']:.0f} |" for m in ingest["memory"]]
         L.append("")
+    L += full_ingest_section() + server_section()
     builds = [(r["size"], r["build"]) for r in rows if r.get("build") and not
               str(r["build"].get("report", "")).startswith("0 added, 0 updated")]
     if builds:
