@@ -8,7 +8,9 @@ terms are counted on an evenly spread sample of them.
 
 `map_of(index)` is the map of a stored collection, computed once per collection state and saved beside the
 store (`<storage>/map/<collection>/<key>/`, keyed like the lexical cache of rag_bot/lexicon.py): a start reads
-the saved layout (no paper vector, no record read); `cached_map(index)` returns it only when it is saved.
+the saved layout (no paper vector, no record read); `cached_map(index)` returns it only when it is saved. It
+holds each paper's title, source, venue and year too, so the chat builds its page (paper table, filter choices)
+from the map without decoding a paper.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import os
 import re
 import shutil
 import time
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,7 +41,7 @@ log = logging.getLogger(__name__)
 
 FIT_SAMPLE = 4000  # papers k-means is fitted on (evenly spread); all papers are then assigned
 TERM_SAMPLE = 250  # papers per topic whose words name it (evenly spread)
-MAP_FORMAT = 1  # bump when what is saved, or how the map is computed, changes
+MAP_FORMAT = 2  # 2: venues and years saved; bump when what is saved, or how the map is computed, changes
 
 CITED = "★ cited in the last answer"
 # Words that say nothing about a topic in ML abstracts, on top of English function words.
@@ -62,11 +65,14 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]{2,}")
 
 @dataclass
 class CollectionMap:
-    """Every paper's 2-D position and topic cluster, with a short label per cluster."""
+    """Every paper's 2-D position and topic cluster, with a short label per cluster; rows are sorted by doc_id and
+    hold each paper's title (markup cleaned), source file, venue ("" when unknown) and year."""
 
     doc_ids: list[str]
     titles: list[str]
     sources: list[str]
+    venues: list[str]
+    years: list[int | None]
     xy: np.ndarray
     clusters: np.ndarray
     labels: list[str]
@@ -77,21 +83,40 @@ class CollectionMap:
 
     def members(self, cluster: int) -> list[int]:
         """Row numbers of the papers in a cluster."""
-        return [i for i, c in enumerate(self.clusters) if c == cluster]
+        return np.flatnonzero(self.clusters == cluster).tolist()
 
-    def rows(self, highlight: Sequence[str] = ()) -> list[dict[str, object]]:
-        """One record per paper (x, y, topic, title, id, source); highlighted papers get the topic `CITED`."""
+    def sizes(self) -> list[int]:
+        """How many papers each cluster holds, by cluster number."""
+        return np.bincount(self.clusters.astype(int), minlength=len(self.labels)).tolist()
+
+    def row_of(self, doc_id: str) -> int | None:
+        """The row of a paper (the rows are sorted by doc_id), None when the map does not hold it."""
+        i = bisect_left(self.doc_ids, doc_id)
+        return i if i < len(self.doc_ids) and self.doc_ids[i] == doc_id else None
+
+    def sample(self, limit: int, keep: Sequence[str] = ()) -> list[int]:
+        """Rows of at most `limit` papers evenly spread over the map (every row when it holds no more), plus the
+        rows of the `keep` papers; in row order, so the same map and `keep` always give the same rows."""
+        n = len(self)
+        spread = range(n) if n <= limit else np.linspace(0, n - 1, max(limit, 0)).round().astype(int).tolist()
+        kept = (self.row_of(doc_id) for doc_id in keep)
+        return sorted(set(spread) | {i for i in kept if i is not None})
+
+    def rows(self, highlight: Sequence[str] = (), limit: int | None = None) -> list[dict[str, object]]:
+        """One record per paper (x, y, topic, title, id, source), or per paper of `sample(limit, highlight)`;
+        highlighted papers get the topic `CITED`."""
         marked = set(highlight)
+        picked = range(len(self)) if limit is None else self.sample(limit, highlight)
         return [
             {
                 "x": round(float(self.xy[i, 0]), 4),
                 "y": round(float(self.xy[i, 1]), 4),
-                "topic": CITED if doc_id in marked else self.labels[int(self.clusters[i])],
+                "topic": CITED if self.doc_ids[i] in marked else self.labels[int(self.clusters[i])],
                 "title": self.titles[i],
-                "id": doc_id,
+                "id": self.doc_ids[i],
                 "source": self.sources[i],
             }
-            for i, doc_id in enumerate(self.doc_ids)
+            for i in picked
         ]
 
 
@@ -247,7 +272,8 @@ def build_map(papers: Sequence[Paper], vectors: Mapping[str, Sequence[float] | n
 
 
 def _empty() -> CollectionMap:
-    return CollectionMap([], [], [], np.zeros((0, 2)), np.zeros(0, dtype=int), [], [])
+    return CollectionMap(doc_ids=[], titles=[], sources=[], venues=[], years=[], xy=np.zeros((0, 2)),
+                         clusters=np.zeros(0, dtype=int), labels=[], terms=[])
 
 
 def _layout(kept: Sequence[Paper], matrix: np.ndarray) -> CollectionMap:
@@ -263,6 +289,8 @@ def _layout(kept: Sequence[Paper], matrix: np.ndarray) -> CollectionMap:
         doc_ids=[p.doc_id for p in kept],
         titles=[clean_markup(p.title) for p in kept],
         sources=[p.source for p in kept],
+        venues=[p.venue or "" for p in kept],
+        years=[p.year for p in kept],
         xy=project_2d(matrix),
         clusters=clusters,
         labels=labels,
@@ -291,11 +319,15 @@ def cached_map(index: PaperIndex) -> CollectionMap | None:
         meta = json.loads((folder / "map.json").read_text(encoding="utf-8"))
         with np.load(folder / "map.npz", allow_pickle=False) as arrays:
             xy, clusters = arrays["xy"].astype(np.float64), arrays["clusters"].astype(int)
-        cmap = CollectionMap(doc_ids=meta["doc_ids"], titles=meta["titles"], sources=meta["sources"], xy=xy,
-                             clusters=clusters, labels=meta["labels"], terms=meta["terms"])
-        if not (len(cmap.doc_ids) == len(cmap.titles) == len(cmap.sources) == len(xy) == len(clusters)):
+        if meta.get("format") != MAP_FORMAT:
+            raise ValueError(f"the saved map is of format {meta.get('format')}, not {MAP_FORMAT}")
+        cmap = CollectionMap(doc_ids=meta["doc_ids"], titles=meta["titles"], sources=meta["sources"],
+                             venues=meta["venues"], years=meta["years"], xy=xy, clusters=clusters,
+                             labels=meta["labels"], terms=meta["terms"])
+        columns = (cmap.doc_ids, cmap.titles, cmap.sources, cmap.venues, cmap.years, xy, clusters)
+        if len({len(column) for column in columns}) != 1:
             raise ValueError("the saved map's parts differ in length")
-    except Exception:  # a damaged or partial save: computed again
+    except Exception:  # a damaged, partial or older save: computed again
         log.warning("the saved map in %s could not be read; computing it again", folder, exc_info=True)
         return None
     log.info("map of %d papers loaded from %s", len(cmap), folder)
@@ -310,6 +342,9 @@ def map_of(index: PaperIndex, papers: Mapping[str, Paper] | None = None) -> Coll
     if cmap is not None:
         return cmap
     state = index.state()
+    folder = _folder(index, state)
+    # A save there that `cached_map` could not use (damaged, or of an older build) is replaced, not kept forever.
+    stale = folder.exists()
     ids, matrix = index.paper_matrix()
     if papers is None:
         papers = {p.doc_id: p for p in index.all_papers()}
@@ -319,7 +354,9 @@ def map_of(index: PaperIndex, papers: Mapping[str, Paper] | None = None) -> Coll
     cmap = _layout(kept, matrix[rows]) if kept else _empty()
     if not str(state.get("generation") or "").startswith("writing-") and kept:
         try:
-            _save(_folder(index, state), cmap)
+            if stale:
+                shutil.rmtree(folder, ignore_errors=True)
+            _save(folder, cmap)
         except OSError as exc:  # a read-only store still serves, computing the map at each start
             log.warning("could not save the map: %s", exc)
     return cmap
@@ -333,8 +370,8 @@ def _save(folder: Path, cmap: CollectionMap) -> None:
     tmp.mkdir()
     np.savez(tmp / "map.npz", xy=cmap.xy.astype(np.float32), clusters=cmap.clusters.astype(np.int32))
     (tmp / "map.json").write_text(json.dumps({
-        "doc_ids": cmap.doc_ids, "titles": cmap.titles, "sources": cmap.sources, "labels": cmap.labels,
-        "terms": cmap.terms, "format": MAP_FORMAT,
+        "doc_ids": cmap.doc_ids, "titles": cmap.titles, "sources": cmap.sources, "venues": cmap.venues,
+        "years": cmap.years, "labels": cmap.labels, "terms": cmap.terms, "format": MAP_FORMAT,
     }, ensure_ascii=False), encoding="utf-8")
     (tmp / "done").write_text(time.strftime("%Y-%m-%dT%H:%M:%S"))
     try:

@@ -163,6 +163,8 @@ def test_upload_then_a_hostile_abstract_shows_as_text(page, tmp_path):
     page.click("#search-btn")
     page.wait_for_function("() => document.querySelector('#papers-table').innerText.includes('onerror')",
                            timeout=15000)
+    page.wait_for_function("() => document.querySelector('#papers-caption').innerText.includes('1 paper matches')",
+                           timeout=15000)
     page.get_by_role("tab", name="Chat").click()
     page.click("#new-chat")
     page.wait_for_function("() => !document.querySelector('#sources .src-card')")

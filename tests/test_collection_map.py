@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -80,6 +82,10 @@ def test_the_map_of_a_store_is_saved_and_recomputed_when_the_collection_changes(
     assert again is not None
     assert (again.doc_ids, again.titles, again.labels, again.terms) == (first.doc_ids, first.titles, first.labels,
                                                                         first.terms)
+    # What the page shows of each paper comes from the map: its venue and year are saved too.
+    by_id = {p.doc_id: p for p in seed_list_small[:8]}
+    assert again.venues == first.venues == [by_id[d].venue or "" for d in first.doc_ids]
+    assert again.years == first.years == [by_id[d].year for d in first.doc_ids]
     assert np.allclose(again.xy, first.xy, atol=1e-5) and np.array_equal(again.clusters, first.clusters)
     index.ingest(seed_list_small[:9])
     assert cached_map(index) is None
@@ -97,3 +103,61 @@ def test_large_collections_are_clustered_on_a_sample_and_every_paper_assigned(mo
     groups = [set(labels[i * 40:(i + 1) * 40].tolist()) for i in range(3)]
     assert all(len(g) == 1 for g in groups) and len(set.union(*groups)) == 3
     assert np.array_equal(labels, kmeans(points, 3))  # the same collection, the same map
+
+
+def test_a_saved_map_of_an_older_format_is_computed_again(tmp_path, seed_list_small, caplog) -> None:
+    """A map saved before venues and years were (format 1: under its own key, or at the current key by an older
+    build) is neither used nor crashed on: the map is computed again, saved in the current format, and the old
+    save removed."""
+    import json
+
+    import rag_bot.collection_map as cmap_module
+    from rag_bot.collection_map import MAP_FORMAT, cached_map, map_of
+    from rag_bot.embedding import MiniLMEmbedding
+    from rag_bot.index import PaperIndex
+    from rag_bot.lexicon import state_key
+    from rag_bot.settings import Settings
+
+    index = PaperIndex(Settings(storage=tmp_path), embedder=MiniLMEmbedding())
+    index.ingest(seed_list_small[:6])
+    fresh = map_of(index)
+    folder = cmap_module._folder(index, index.state())
+
+    def make_old(target: Path) -> None:
+        if target != folder:
+            shutil.copytree(folder, target)
+        meta = json.loads((target / "map.json").read_text(encoding="utf-8"))
+        del meta["venues"], meta["years"]
+        (target / "map.json").write_text(json.dumps(meta | {"format": 1}), encoding="utf-8")
+
+    assert MAP_FORMAT > 1
+    old_key = folder.parent / state_key(index.state() | {"map_format": 1})
+    make_old(old_key)
+    make_old(folder)
+    assert cached_map(index) is None and "could not be read" in caplog.text
+    again = map_of(index)
+    assert again.doc_ids == fresh.doc_ids and again.venues == fresh.venues and again.years == fresh.years
+    assert [f.name for f in folder.parent.iterdir()] == [folder.name]
+    assert json.loads((folder / "map.json").read_text(encoding="utf-8"))["format"] == MAP_FORMAT
+    assert cached_map(index) is not None
+
+
+def test_the_plotted_sample_is_bounded_spread_and_keeps_the_cited_papers(engine) -> None:
+    from rag_bot.ui.render import map_frame, map_label, map_legend
+
+    papers = engine.index.all_papers()
+    cmap = build_map(papers, engine.index.paper_vectors([p.doc_id for p in papers]))
+    assert cmap.sample(100) == list(range(38)) and cmap.sample(0) == []
+    spread = cmap.sample(10)
+    assert len(spread) == 10 and spread[0] == 0 and spread[-1] == 37
+    assert max(b - a for a, b in zip(spread, spread[1:])) <= 5  # evenly spread over the 38
+    cited = [cmap.doc_ids[i] for i in (1, 2) if i not in spread]
+    assert cited
+    rows = cmap.sample(10, [*cited, "not-a-paper"])
+    assert rows == sorted(set(spread) | {cmap.row_of(d) for d in cited}) == cmap.sample(10, cited)
+    frame = map_frame(cmap, cited, limit=10)
+    assert len(frame) == 10 + len(cited) and set(frame[frame.topic == CITED]["id"]) == set(cited)
+    label = map_label(len(frame), len(cmap))
+    assert label.endswith(f"· {10 + len(cited)} of 38 papers shown") and "·" not in map_label(38, 38)
+    assert sum(int(n) for n in re.findall(r"\((\d+)\)", map_legend(cmap))) == 38  # counts are of every paper
+    assert len(map_frame(cmap)) == 38 and cmap.row_of(cmap.doc_ids[5]) == 5 and cmap.row_of("zz") is None

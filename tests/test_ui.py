@@ -11,7 +11,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -30,11 +30,13 @@ from rag_bot.ui.render import (
     highlight_quote,
     map_legend,
     paper_place,
+    paper_rows,
     paper_table,
     safe_url,
     source_cards,
     sources_panel,
     status_line,
+    table_caption,
     upload_summary,
 )
 from tests.conftest import free_port, paper_with
@@ -161,13 +163,31 @@ def test_modes_from_the_radio_or_the_api() -> None:
 
 
 def test_paper_table_search_needs_every_word() -> None:
+    from rag_bot.collection_map import build_map
+
     papers = {
-        "a": Paper(doc_id="a", title="Fast LoRA", text="federated tuning", source="s.csv", year=2025),
         "b": Paper(doc_id="b", title="Slow", text="centralised tuning", source="s.csv"),
+        "a": Paper(doc_id="a", title="Fast **LoRA**", text="federated tuning", source="s.csv", year=2025),
+        "c": Paper(doc_id="c", title="First", text="tuning", source="r.csv", venue="ICML", year=2026),
     }
-    assert paper_table(papers).values.tolist() == [["Fast LoRA", "s.csv", "a", "2025"], ["Slow", "s.csv", "b", ""]]
-    assert paper_table(papers, "TUNING federated")["ID"].tolist() == ["a"]
-    assert paper_table(papers, "quantum").empty
+    cmap = build_map(list(papers.values()), {"a": [1.0, 0.0], "b": [0.0, 1.0], "c": [1.0, 1.0]})
+    rows = paper_rows(cmap, papers)
+    assert paper_table(cmap, rows).values.tolist() == [
+        ["First", "r.csv", "c", "ICML 2026"], ["Fast LoRA", "s.csv", "a", "2025"], ["Slow", "s.csv", "b", ""]
+    ]
+    assert paper_table(cmap, paper_rows(cmap, papers, "TUNING federated"))["ID"].tolist() == ["a"]
+    assert paper_table(cmap, paper_rows(cmap, papers, "icml 2026"))["ID"].tolist() == ["c"]
+    assert paper_table(cmap, paper_rows(cmap, papers, "quantum")).empty
+    assert paper_table(cmap, rows, limit=2)["ID"].tolist() == ["c", "a"]
+
+
+def test_the_table_caption_says_how_many_papers_and_how_many_are_shown() -> None:
+    assert table_caption(38) == "38 papers" and table_caption(1) == "1 paper"
+    assert table_caption(22186) == "Showing 200 of 22,186 papers; search to narrow"
+    assert table_caption(320, "diffusion") == "320 papers match; showing the first 200"
+    assert table_caption(7, "lora") == "7 papers match" and table_caption(1, "lora") == "1 paper matches"
+    assert table_caption(0, "quantum") == "No paper matches"
+    assert table_caption(12, "", limit=10) == "Showing 10 of 12 papers; search to narrow"
 
 
 def test_upload_summary_counts_then_rejections() -> None:
@@ -194,9 +214,76 @@ def test_the_page_has_its_ids_and_api_names(engine) -> None:
     config = build_app(engine).get_config_file()
     ids = {c["props"].get("elem_id") for c in config["components"]}
     assert {"status", "chat", "question", "send", "mode", "papers", "new-chat", "copy", "export", "sources",
-            "search", "search-btn", "papers-table", "upload", "add", "upload-summary", "map"} <= ids
+            "search", "search-btn", "papers-caption", "papers-table", "upload", "add", "upload-summary",
+            "map"} <= ids
     names = {d.get("api_name") for d in config["dependencies"]}
     assert {"chat", "upload", "search", "ask"} <= names
+
+
+class Sealed(Mapping[str, Paper]):
+    """A collection of `n` papers none of which may be read: what is built from it comes from the map alone."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self) -> Iterator[str]:
+        raise AssertionError("the papers were read")
+
+    def __getitem__(self, doc_id: str) -> Paper:
+        raise AssertionError(f"paper {doc_id} was read")
+
+
+def test_a_collection_over_the_bounds_shows_a_bounded_table_and_map_built_from_the_map_alone(
+    engine, monkeypatch
+) -> None:
+    """Past `TABLE_ROWS` papers the table shows the first ones and says how many there are, past `MAP_POINTS` the
+    plot draws a sample and says so; neither reads a paper. A search still reaches every paper (here with the
+    bounds at 10, below the 38 seeds)."""
+    import gradio as gr
+
+    import rag_bot.ui.render as render
+    from rag_bot.ui.base import Library, Shared
+    from rag_bot.ui.chat import ChatPanel
+    from rag_bot.ui.collection import CollectionPanel
+    from rag_bot.ui.map import MapPanel
+    from rag_bot.ui.sources import SourcesPanel
+
+    monkeypatch.setattr(render, "TABLE_ROWS", 10)
+    monkeypatch.setattr(render, "MAP_POINTS", 10)
+    library = Library(engine)
+    papers = library.papers
+    library.papers = Sealed(len(papers))
+    shared = Shared(status=gr.Markdown(), turns=gr.State([]))
+    with gr.Blocks():
+        collection = CollectionPanel(library, shared)
+        collection.render()
+        plot = MapPanel(library, shared)
+        plot.render()
+    assert collection.caption.value == "Showing 10 of 38 papers; search to narrow"
+    shown = [row[2] for row in collection.table.value["data"]]
+    ordered = sorted(papers.values(), key=lambda p: (p.source, p.doc_id))
+    assert shown == [p.doc_id for p in ordered[:10]]
+    assert plot.plot.label.endswith("· 10 of 38 papers shown")
+    assert sum(int(n) for n in re.findall(r"\((\d+)\)", plot.legend.value)) == 38  # the full counts
+
+    library.papers = papers
+    last = ordered[-1]  # far past the first 10 rows
+    found = collection.search(f"{last.doc_id} {last.title.split()[0]}")
+    assert found[collection.table]["ID"].tolist() == [last.doc_id] and found[collection.found][0] == 1
+    assert len(collection.search("the")[collection.table]) == 10
+    count, query = collection.search("the")[collection.found]
+    assert count > 10 and table_caption(count, query) == f"{count} papers match; showing the first 10"
+
+    # The filters offer every venue and source of the collection, read from the map.
+    with gr.Blocks():
+        chat = ChatPanel(library, SourcesPanel(library), shared)
+        chat.render()
+    venues = sorted({p.venue for p in papers.values() if p.venue})
+    assert [c[0] for c in chat.venue.choices] == ["", *venues]
+    assert [c[0] for c in chat.source.choices] == ["", *sorted({p.source for p in papers.values()})]
 
 
 def test_a_failed_answer_is_logged_with_its_traceback_and_the_user_sees_a_short_message(engine) -> None:
@@ -402,6 +489,7 @@ def test_search_filters_the_paper_table(client):
     table = client.predict("LoRA federated", api_name="/search")
     titles = [row[0] for row in table["data"]]
     assert titles and all("LoRA" in t or "lora" in t.lower() for t in titles) and len(titles) < 38
+    assert len(client.predict("", api_name="/search")["data"]) >= 38  # the seeds: every one, under the bound
 
 
 def test_api_ask_speaks_the_json_contract(client):

@@ -7,6 +7,7 @@ import logging
 import shutil
 import tempfile
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,13 +36,15 @@ class Library:
         # Saved conversations (`conversations.sqlite3` in the data folder); sessions already told saving is off.
         self.conversations = Conversations(engine.settings.data_path())
         self.warned_unsaved: set[str] = set()
-        self.papers: dict[str, Paper] = {}
+        self.papers: Mapping[str, Paper] = {}
         self.map: CollectionMap
         self.refresh()
 
     def refresh(self) -> None:
         """Take the papers the engine holds (re-read by every ingest) and recompute the map."""
-        self.papers = dict(self.engine.papers)
+        # The engine's own mapping, not a copy: a stored collection's papers are decoded when first read
+        # (rag_bot/lexicon.py LazyPapers), and the page is built from the map, so a start decodes none of them.
+        self.papers = self.engine.papers
         # The map of this collection state is computed once and saved beside the store (rag_bot/collection_map.py).
         self.map = map_of(self.engine.index, self.papers)
         log.debug("collection view: %d papers", len(self.papers))

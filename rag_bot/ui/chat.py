@@ -136,14 +136,14 @@ class ChatPanel:
             self.mode = gr.Radio(list(MODES), value="Auto", label="Mode", elem_id="mode", scale=3)
             self.n_papers = gr.Slider(1, 10, value=settings.answer_papers, step=1,
                                       label="Papers to use", elem_id="papers", scale=2)
-        papers = self.library.papers.values()
+        cmap = self.library.map  # it holds every paper's venue and source: no paper is decoded for the choices
         with gr.Accordion("Filters", open=False, elem_id="filters"):
             with gr.Row():
-                self.venue = gr.Dropdown(["", *sorted({p.venue for p in papers if p.venue})], value="",
+                self.venue = gr.Dropdown(["", *sorted({v for v in cmap.venues if v})], value="",
                                          label="Venue", elem_id="filter-venue", allow_custom_value=True)
                 self.year = gr.Textbox(label="Year or range", placeholder="2026, 2024-2026", elem_id="filter-year")
                 self.author = gr.Textbox(label="Author (part of a name)", elem_id="filter-author")
-                self.source = gr.Dropdown(["", *sorted({p.source for p in papers})], value="", label="Source file",
+                self.source = gr.Dropdown(["", *sorted(set(cmap.sources))], value="", label="Source file",
                                           elem_id="filter-source", allow_custom_value=True)
         with gr.Row():
             self.new = gr.Button("New chat", size="sm", elem_id="new-chat")
@@ -298,7 +298,7 @@ class ChatPanel:
         """The papers the conversation's answers cite, as BibTeX, RIS and CSL-JSON files in the session's
         folder ({} when no answer cites a paper). A file is rewritten only when its text changes (a follow-up
         citing the same papers leaves them as they are, and Gradio's cached copy stands)."""
-        papers = cited_papers([t.answer for t in turns if t.answer is not None], self.library.papers)
+        papers = cited_papers([t.answer for t in turns if t.answer is not None], self.engine.papers)
         if not papers:
             return {}
         folder = self.session_folder(request)

@@ -16,7 +16,7 @@ from rag_bot.corpus import SUFFIXES, ReadResult
 from rag_bot.index import IngestReport
 from rag_bot.text import mask_credentials
 from rag_bot.ui.base import Library, Shared
-from rag_bot.ui.render import paper_table, upload_summary
+from rag_bot.ui.render import paper_rows, paper_table, table_caption, upload_summary
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,9 @@ def check_upload(path: Path, max_mb: int) -> str | None:
 
 
 class CollectionPanel:
-    """The paper table with its search box, and the upload form with its summary."""
+    """The paper table with its search box, and the upload form with its summary. The table shows the first
+    `TABLE_ROWS` papers (by source, then id) of the collection or of a search, the caption over it how many there
+    are; the unsearched table comes from the collection map, so building the page decodes no paper."""
 
     def __init__(self, library: Library, shared: Shared) -> None:
         self.library = library
@@ -49,8 +51,13 @@ class CollectionPanel:
                 self.query = gr.Textbox(placeholder="Search titles, ids, sources and abstracts", show_label=False,
                                         elem_id="search", scale=4)
                 self.search_btn = gr.Button("Search", scale=1, elem_id="search-btn")
-            self.table = gr.Dataframe(paper_table(self.library.papers), interactive=False, wrap=True,
+            rows = paper_rows(self.library.map, self.library.papers)
+            self.caption = gr.Markdown(table_caption(len(rows)), elem_id="papers-caption")
+            self.table = gr.Dataframe(paper_table(self.library.map, rows), interactive=False, wrap=True,
                                       elem_id="papers-table", max_height=420)
+            # (papers found, query) of the table shown: a State, so the /search and /upload APIs still return
+            # the table alone, and the caption follows it.
+            self.found = gr.State((len(rows), ""))
             gr.Markdown(
                 f"**Add papers**: seed `.txt` files (header line, abstracts separated by blank lines), "
                 f"`.jsonl` / `.jsonl.gz` or `.csv` with `id,title,abstract` and optional "
@@ -63,16 +70,26 @@ class CollectionPanel:
 
     def register_events(self) -> Any:
         """Wire search and upload; returns the upload event (for panels that follow the collection)."""
-        self.search_btn.click(self.search, [self.query], [self.table], api_name="search")
-        self.query.submit(self.search, [self.query], [self.table], api_visibility="private")
+        searched = [
+            self.search_btn.click(self.search, [self.query], [self.table, self.found], api_name="search"),
+            self.query.submit(self.search, [self.query], [self.table, self.found], api_visibility="private"),
+        ]
         # A list: its order is the order of the /upload API's return values.
-        outputs = [self.summary, self.table, self.shared.status, self.files]
+        outputs = [self.summary, self.table, self.shared.status, self.files, self.found]
         # Uploads queue on their own (one at a time), never in the answers' slots.
-        return self.add.click(self.add_files, [self.files], outputs, api_name="upload",
-                              concurrency_limit=1, concurrency_id="ingest")
+        uploaded = self.add.click(self.add_files, [self.files], outputs, api_name="upload",
+                                  concurrency_limit=1, concurrency_id="ingest")
+        for event in [*searched, uploaded]:
+            event.then(lambda found: table_caption(*found), [self.found], [self.caption], api_visibility="private")
+        return uploaded
 
-    def search(self, query: str) -> Any:
-        return paper_table(self.library.papers, query or "")
+    def search(self, query: str | None) -> dict[Any, Any]:
+        """The table of the papers matching every word of the query (of every paper for an empty one), and
+        (papers found, query) for its caption."""
+        query = query or ""
+        cmap = self.library.map
+        rows = paper_rows(cmap, self.library.papers, query)
+        return {self.table: paper_table(cmap, rows), self.found: (len(rows), query)}
 
     def add_files(
         self, files: list[str] | None, progress: gr.Progress = gr.Progress()  # noqa: B008
@@ -121,7 +138,7 @@ class CollectionPanel:
                                  papers=len(self.library.papers), rejected=rejected)
         yield {
             self.summary: summary,
-            self.table: paper_table(self.library.papers),
+            **self.search(""),
             self.shared.status: self.library.status(),
             self.files: None,
         }

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import islice
 from typing import Any
 
 from rag_bot.collection_map import CollectionMap
@@ -21,6 +22,16 @@ MODE_NAMES: dict[Mode, str] = {"ask": "Ask", "summary": "Summarize an area", "co
 _CITE = re.compile(r"\[(\d+)\]")
 # `![` starts a Markdown image (inline `![x](url)` or reference `![x][ref]`); its `!` as an entity is plain text.
 _IMAGE = re.compile(r"!(?=\[)")
+# The paper table shows at most this many rows (the rest is reached by searching): every row is shipped to the
+# browser in the page config. At 22,186 papers all rows took 3.05 MB of a 6.78 MB page config and ~1.6 s of the
+# chat's start; 200 rows take 29 kB.
+TABLE_ROWS = 200
+TABLE_COLUMNS = ["Title", "Source", "ID", "Venue / year"]
+# The map plots at most this many papers (evenly spread, plus the last answer's sources): enough to show each
+# topic's shape. At 22,186 papers all points took 3.87 MB of the page config and ~0.9 s of the chat's start;
+# 3,000 take 0.53 MB.
+MAP_POINTS = 3000
+MAP_LABEL = "Papers by topic (the last answer's sources: ★)"
 EMPTY_SOURCES = (
     '<div class="sources-panel"><p>Sources of the answers appear here. Click a [n] in an answer to '
     "jump to its source.</p></div>"
@@ -96,7 +107,7 @@ def paper_place(paper: Paper | None, doc_id: str, source: str) -> str:
     return " · ".join(parts)
 
 
-def source_cards(answer: Answer, papers: dict[str, Paper], turn: int) -> str:
+def source_cards(answer: Answer, papers: Mapping[str, Paper], turn: int) -> str:
     """The cited papers of one answer as cards with ids `src-<turn>-<n>`."""
     cards = []
     for c in answer.citations:
@@ -114,7 +125,7 @@ def source_cards(answer: Answer, papers: dict[str, Paper], turn: int) -> str:
     return "".join(cards)
 
 
-def sources_panel(turns: Sequence[Turn], papers: dict[str, Paper]) -> str:
+def sources_panel(turns: Sequence[Turn], papers: Mapping[str, Paper]) -> str:
     """The sources of every answer so far, the latest first and open."""
     sections = []
     for t in range(len(turns), 0, -1):
@@ -132,7 +143,7 @@ def sources_panel(turns: Sequence[Turn], papers: dict[str, Paper]) -> str:
     return f'<div class="sources-panel">{"".join(sections)}</div>'
 
 
-def export_markdown(turns: Sequence[Turn], papers: dict[str, Paper]) -> str:
+def export_markdown(turns: Sequence[Turn], papers: Mapping[str, Paper]) -> str:
     """The conversation as Markdown: each question, its answer and its references."""
     out = ["# rag-bot conversation", ""]
     for t, turn in enumerate(turns, start=1):
@@ -182,8 +193,9 @@ def cited_ids(turns: Sequence[Turn]) -> list[str]:
     return [c.doc_id for c in last.citations] if last else []
 
 
-def example_prompts(cmap: CollectionMap, papers: dict[str, Paper]) -> list[list[str]]:
-    """One example question per mode, made from the collection: names of its papers and its topics."""
+def example_prompts(cmap: CollectionMap, papers: Mapping[str, Paper]) -> list[list[str]]:
+    """One example question per mode, made from the collection: names of its papers and its topics (papers are
+    decoded only until the names are found)."""
     if len(cmap) == 0:
         return []
 
@@ -191,18 +203,22 @@ def example_prompts(cmap: CollectionMap, papers: dict[str, Paper]) -> list[list[
         paper = papers.get(cmap.doc_ids[i])
         return paper.aliases[0] if paper and paper.aliases and len(paper.aliases[0]) <= 24 else None
 
+    def named(rows: Sequence[int]) -> Iterator[int]:
+        return (i for i in rows if name(i))
+
     examples: list[list[str]] = []
-    clusters = sorted(set(int(c) for c in cmap.clusters))
-    biggest = cmap.members(clusters[0])
-    named = [i for i in biggest if name(i)] or [i for i in range(len(cmap)) if name(i)]
-    if named:
-        examples.append([f"What does {name(named[0])} do, and what does it achieve?", "Ask"])
+    clusters = sorted(set(cmap.clusters.tolist()))
+    first = next(named(cmap.members(clusters[0])), None)
+    if first is None:
+        first = next(named(range(len(cmap))), None)
+    if first is not None:
+        examples.append([f"What does {name(first)} do, and what does it achieve?", "Ask"])
     terms = cmap.terms[clusters[0]] if cmap.terms else []
     if terms:
         examples.append([f"Summarize the work on {' and '.join(terms[:2])}", "Summarize an area"])
     # Two named papers of the same topic make the most telling comparison.
     for j in clusters:
-        pair = [i for i in cmap.members(j) if name(i)][:2]
+        pair = list(islice(named(cmap.members(j)), 2))
         if len(pair) == 2:
             examples.append([f"Compare {name(pair[0])} and {name(pair[1])}", "Compare"])
             break
@@ -211,35 +227,70 @@ def example_prompts(cmap: CollectionMap, papers: dict[str, Paper]) -> list[list[
     return examples
 
 
-def paper_table(papers: dict[str, Paper], query: str = "") -> Any:
-    """The papers (title, source, id, venue/year) whose fields or abstract contain every word of the query."""
-    import pandas as pd
-
+def paper_rows(cmap: CollectionMap, papers: Mapping[str, Paper], query: str = "") -> list[int]:
+    """The map's rows, by source then id, whose title, source, id, venue, year or abstract contain every word of
+    the query (all rows for no query: then no paper is decoded, the map holds what the table shows)."""
+    order = sorted(range(len(cmap)), key=lambda i: (cmap.sources[i], cmap.doc_ids[i]))
     words = query.lower().split()
-    rows = []
-    for p in sorted(papers.values(), key=lambda p: (p.source, p.doc_id)):
-        title = clean_markup(p.title)
-        if words:
-            hay = f"{title} {p.source} {p.doc_id} {p.venue or ''} {p.year or ''} {p.text}".lower()
-            if not all(w in hay for w in words):
-                continue
-        venue = " ".join(str(x) for x in (p.venue, p.year) if x)
-        rows.append([title, p.source, p.doc_id, venue])
-    return pd.DataFrame(rows, columns=["Title", "Source", "ID", "Venue / year"])
+    if not words:
+        return order
+    found = []
+    for i in order:
+        paper = papers.get(cmap.doc_ids[i])
+        hay = (f"{cmap.titles[i]} {cmap.sources[i]} {cmap.doc_ids[i]} {cmap.venues[i]} {cmap.years[i] or ''} "
+               f"{paper.text if paper else ''}").lower()
+        if all(w in hay for w in words):
+            found.append(i)
+    return found
 
 
-def map_frame(cmap: CollectionMap, cited: Sequence[str] = ()) -> Any:
-    """The map's points as a DataFrame (x, y, topic, title, id, source)."""
+def paper_table(cmap: CollectionMap, rows: Sequence[int], limit: int | None = None) -> Any:
+    """The first `limit` (`TABLE_ROWS`) of the rows (from `paper_rows`) as a DataFrame: title, source, id,
+    venue/year."""
     import pandas as pd
 
-    return pd.DataFrame(cmap.rows(cited), columns=["x", "y", "topic", "title", "id", "source"])
+    limit = TABLE_ROWS if limit is None else limit
+    table = [
+        [cmap.titles[i], cmap.sources[i], cmap.doc_ids[i],
+         " ".join(str(x) for x in (cmap.venues[i], cmap.years[i]) if x)]
+        for i in rows[:limit]
+    ]
+    return pd.DataFrame(table, columns=TABLE_COLUMNS)
+
+
+def table_caption(found: int, query: str = "", limit: int | None = None) -> str:
+    """The line over the paper table: how many papers there are (or match the search) and how many it shows
+    (at most `limit`, by default `TABLE_ROWS`)."""
+    limit = TABLE_ROWS if limit is None else limit
+    papers = f"{found:,} paper{'s' if found != 1 else ''}"
+    if query.strip():
+        if found > limit:
+            return f"{papers} match; showing the first {limit:,}"
+        return f"{papers} match{'es' if found == 1 else ''}" if found else "No paper matches"
+    if found > limit:
+        return f"Showing {limit:,} of {papers}; search to narrow"
+    return papers
+
+
+def map_frame(cmap: CollectionMap, cited: Sequence[str] = (), limit: int | None = None) -> Any:
+    """The map's points as a DataFrame (x, y, topic, title, id, source): at most `limit` (`MAP_POINTS`) papers
+    evenly spread over the map, plus the cited papers (drawn as their own series)."""
+    import pandas as pd
+
+    limit = MAP_POINTS if limit is None else limit
+    return pd.DataFrame(cmap.rows(cited, limit=limit), columns=["x", "y", "topic", "title", "id", "source"])
+
+
+def map_label(shown: int, total: int) -> str:
+    """The plot's label, saying when it draws a sample of the papers."""
+    return MAP_LABEL if shown >= total else f"{MAP_LABEL} · {shown:,} of {total:,} papers shown"
 
 
 def map_legend(cmap: CollectionMap) -> str:
-    """The topics of the map with their sizes, as Markdown."""
-    counts = [len(cmap.members(j)) for j in range(len(cmap.labels))]
+    """The topics of the map with their sizes (over every paper, even when the plot draws a sample), as
+    Markdown."""
     return "Topics (k-means on the abstract embeddings, named by their distinctive terms): " + "; ".join(
-        f"**{markdown_text(label)}** ({count})" for label, count in zip(cmap.labels, counts)
+        f"**{markdown_text(label)}** ({count:,})" for label, count in zip(cmap.labels, cmap.sizes())
     )
 
 
@@ -299,7 +350,7 @@ PERMALINK_STYLE = (
 )
 
 
-def permalink_page(turn: Turn | None, papers: dict[str, Paper], when: float | None = None) -> str:
+def permalink_page(turn: Turn | None, papers: Mapping[str, Paper], when: float | None = None) -> str:
     """The read-only page of one saved answer: question, answer, notice and references, everything escaped
     (corpus text and questions are untrusted); a short "not found" page for None."""
     head = (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="robots" content="noindex">'
