@@ -3,7 +3,10 @@
 docs/benchmarks.png.
 
     python bench/scale.py            # quick: the seeds and storage/bench-3000 (when built)
-    python bench/scale.py --full     # every size (storage/bench-22000 too) and a larger ingest sample
+    python bench/scale.py --full     # every size (storage/bench-22000 too), a larger ingest sample, the whole
+                                     # 22,148-abstract file into a folder store and a `chroma run` server, and
+                                     # that server against the folder store (bench/full_ingest.py,
+                                     # bench/server_scale.py; about 1.5 hours more)
     python bench/scale.py --profile  # also cProfile the offline answer at 3,000 papers
 
 The benchmark stores are built by bench/collections.py (seeds + real abstracts of
@@ -557,6 +560,12 @@ def full_ingest_section() -> list[str]:
         L.append(f"| {r['mode']} | {r['date']} | {r['abstracts']:,} | {r['ingest_s']:.0f} | "
                  f"{r['abstracts_per_s']:.1f} | {r['reference_s']:.0f} | **{r['ratio']:.2f}x** | "
                  f"{r['peak_rss_mib']:.0f} | {server} | {r['load_before']:.1f} / {r['load_after']:.1f} |")
+    for r in runs:
+        points = [p for p in r.get("rss") or [] if p.get("ingest", 0) > 100]
+        if len(points) >= 5:
+            picks = [points[round(i * (len(points) - 1) / 4)] for i in range(5)]
+            L += ["", f"Resident memory of the ingest over time ({r['mode']}): " + ", ".join(
+                f"{p['ingest']:.0f} MiB at {p['t']:.0f} s" for p in picks) + "."]
     L += ["", "Reference sample runs: " + "; ".join(
         f"{r['mode']}: {', '.join(f'{s:.0f} s' for s in r['reference_sample_s'])} for {r['reference_sample']:,} "
         "abstracts" for r in runs) + ". Reports: " + "; ".join(f"{r['mode']}: {r['report']}" for r in runs), ""]
@@ -774,6 +783,17 @@ def main() -> int:
             rows.append(row)
             if prof and prof.exists():
                 profile_lines = profile_table(prof)
+        if args.full and ML_ABSTRACTS.exists():
+            # The whole file into a fresh folder store and a fresh `chroma run` server (kept for the server's
+            # latency and quality against the folder store): bench/full_ingest.py, bench/server_scale.py.
+            bench = ROOT / "bench"
+            subprocess.run([sys.executable, str(bench / "full_ingest.py")], cwd=ROOT, check=True)
+            server_data = tmp / "server-data"
+            subprocess.run([sys.executable, str(bench / "full_ingest.py"), "--server", "--seeds", "--keep",
+                            str(server_data)], cwd=ROOT, check=True)
+            if (ROOT / "storage" / "bench-22000" / "chroma.sqlite3").exists():
+                subprocess.run([sys.executable, str(bench / "server_scale.py"), "--server-data", str(server_data)],
+                               cwd=ROOT, check=True)
     info["load_end"] = os.getloadavg()[0]
     if args.merge and results.exists():
         last = json.loads(results.read_text())

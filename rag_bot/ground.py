@@ -20,7 +20,7 @@ from pydantic import ConfigDict
 from rag_bot.nodes import MISSING, SOURCE_RANK, PaperQuery, scored_paper
 from rag_bot.sentences import SentenceIndex
 from rag_bot.settings import Settings
-from rag_bot.text import question_concepts, topic_query, word_stems
+from rag_bot.text import holds_acronym, question_concepts, topic_acronyms, topic_query, word_stems
 from rag_bot.types import Mode, Paper, ScoredPaper
 
 log = logging.getLogger(__name__)
@@ -41,6 +41,7 @@ AREA_COVERAGE_WEIGHT = 1.5
 COMPARE_PAPERS = 4  # candidates beside the named papers of a comparison
 EVIDENCE_PAPERS = 3  # top papers whose sentences and words count as evidence
 MARGIN_NEIGHBOURS = 4  # papers after the best one whose mean similarity sets its margin
+QUALIFIED_MIN = 2  # papers of an area holding the topic's acronyms (LLM, RL) for the others to be left out
 
 
 @dataclass(frozen=True)
@@ -102,9 +103,12 @@ def on_topic(
     sentence_vectors: Callable[[Paper], np.ndarray],
     settings: Settings,
     limit: int,
+    acronyms: Sequence[str] = (),
 ) -> list[ScoredPaper]:
     """The papers about the question's topic, most relevant first: a decision per paper (relevance at least
-    AREA_RATIO of the best paper's), so two papers when two are on topic and forty when forty are."""
+    AREA_RATIO of the best paper's), so two papers when two are on topic and forty when forty are. When the topic
+    is qualified by acronyms ("compressing LLM weights") and at least QUALIFIED_MIN of those papers mention what
+    they stand for, the others (the technique on other systems) are left out."""
     if not papers:
         return []
     candidates = area_candidates(papers, settings)
@@ -112,6 +116,10 @@ def on_topic(
     top = max(scores.values(), default=0.0)
     kept = sorted((p for p in candidates if scores[p.paper.doc_id] >= AREA_RATIO * top),
                   key=lambda p: -scores[p.paper.doc_id])
+    if acronyms:
+        qualified = [p for p in kept if all(holds_acronym(f"{p.paper.title} {p.paper.text}", a) for a in acronyms)]
+        if len(qualified) >= QUALIFIED_MIN:
+            kept = qualified
     return ([p for p in papers if p.named] + kept)[:limit]
 
 
@@ -122,6 +130,7 @@ def select_sources(
     max_papers: int | None = None,
     topic_vector: np.ndarray | None = None,
     sentence_vectors: Callable[[Paper], np.ndarray] | None = None,
+    topic: str = "",
 ) -> list[ScoredPaper]:
     """The papers an answer in this mode is written from (empty when none is close enough). Summaries and
     comparisons by topic take the papers on topic (with a topic vector and sentence vectors), else those within
@@ -130,7 +139,7 @@ def select_sources(
 
     def area(limit: int) -> list[ScoredPaper]:
         assert topic_vector is not None and sentence_vectors is not None
-        return on_topic(papers, topic_vector, sentence_vectors, settings, limit)
+        return on_topic(papers, topic_vector, sentence_vectors, settings, limit, topic_acronyms(topic))
 
     if mode == "compare":
         named = [p for p in papers if p.named]
@@ -166,7 +175,7 @@ def ground(
     if not (papers[0].named or evidence >= settings.refusal_threshold):
         return Grounding(grounded=False, evidence=evidence)
     sources = select_sources(papers, mode, settings, max_papers, topic_vector,
-                             sentence_vectors if topic_vector is not None else None)
+                             sentence_vectors if topic_vector is not None else None, topic)
     missing = ""
     if topic and sources and mode != "compare" and not any(p.named for p in papers):
         missing, sources = missing_combination(topic, sources, papers)

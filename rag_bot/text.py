@@ -281,3 +281,35 @@ def question_concepts(topic: str) -> list[tuple[str, set[str], bool]]:
         if stems and phrase and len(phrase.split()) <= CONCEPT_WORDS:
             concepts.append((phrase, stems, not distinctive))
     return concepts
+
+
+# --- acronyms a question qualifies its topic with ---------------------------------------------------------
+# "quantizing LLM weights", "RL for robotic manipulation", "KV cache eviction": an all-capitals word of 2-6
+# letters (plural "s" allowed) names the kind of system or method the topic is about.
+_ACRONYM = re.compile(r"\b([A-Z]{2,6})s?\b")
+
+
+def topic_acronyms(topic: str) -> list[str]:
+    """The acronyms a topic is qualified by ("quantizing or compressing LLM weights" -> ["LLM"])."""
+    seen: list[str] = []
+    for acronym in _ACRONYM.findall(topic):
+        if acronym not in seen:
+            seen.append(acronym)
+    return seen
+
+
+@lru_cache(maxsize=256)
+def _acronym_pattern(acronym: str) -> re.Pattern[str]:
+    # The acronym itself (LLM, LLMs), or words whose initials spell it ("large language model", "key-value").
+    spelled = r"[\s\-]+".join(rf"{letter}[\w]*" for letter in acronym.lower())
+    return re.compile(rf"\b(?:{re.escape(acronym)}s?|{spelled})\b", re.IGNORECASE)
+
+
+def holds_acronym(text: str, acronym: str) -> bool:
+    """Whether a text mentions what an acronym stands for: the acronym, or a phrase whose initials spell it."""
+    for match in _acronym_pattern(acronym).finditer(text):
+        found = match.group(0)
+        # A spelled-out phrase counts in any case; the acronym itself only in capitals (not "llm" in a URL).
+        if re.search(r"[\s\-]", found) or found.removesuffix("s") == acronym:
+            return True
+    return False

@@ -147,3 +147,21 @@ def test_apply_x_to_y_is_the_same_join_as_x_for_y():
     assert note.startswith("No paper in the collection covers mortgage pricing") and chosen == [kv]
     note, _ = missing_combination("KV cache compression applied to mortgage pricing", [kv], [kv])
     assert note.startswith("No paper in the collection covers mortgage pricing")
+
+
+def test_an_area_qualified_by_an_acronym_leaves_out_the_technique_on_other_systems():
+    from rag_bot.ground import on_topic
+
+    # "compressing LLM weights": three papers compress LLMs (one writes the acronym out), two compress other nets.
+    texts = ["We quantize LLM weights to 3 bits.", "Pruning large language models without retraining.",
+             "Low-rank compression of LLMs.", "Quantization of convolutional networks.", "Pruning CNN filters."]
+    papers = ranked(0.60, 0.59, 0.58, 0.57, 0.56)
+    for p, text in zip(papers, texts):
+        p.paper = Paper(doc_id=p.paper.doc_id, title=p.paper.title, text=text, source="t.txt")
+    everything = on_topic(papers, QUESTION, sentences_like(0.7), SETTINGS, limit=40)
+    assert ids(everything) == ["p0", "p1", "p2", "p3", "p4"]
+    assert ids(on_topic(papers, QUESTION, sentences_like(0.7), SETTINGS, limit=40, acronyms=["LLM"])) == \
+        ["p0", "p1", "p2"]
+    # Fewer than two papers hold it: the area is left as it was (nothing to tell the papers apart by).
+    assert ids(on_topic(papers, QUESTION, sentences_like(0.7), SETTINGS, limit=40, acronyms=["GNN"])) == \
+        ids(everything)

@@ -100,3 +100,16 @@ def test_derived_titles_name_the_contribution():
         "Op-CAD: First large-scale, multi-modal dataset for operation-oriented CAD generation"
     assert derive_title("Prompt sensitivity is well studied; here, we instead study output policy: algorithm choice "
                         "under fixed correctness.") == "Output policy: algorithm choice under fixed correctness"
+
+
+def test_topic_acronyms_and_what_they_stand_for():
+    from rag_bot.text import holds_acronym, topic_acronyms
+
+    assert topic_acronyms("quantizing or compressing LLM weights") == ["LLM"]
+    assert topic_acronyms("KV cache eviction in LLMs") == ["KV", "LLM"]
+    assert topic_acronyms("evaluating language models") == []
+    assert holds_acronym("We study Large Language Model inference.", "LLM")
+    assert holds_acronym("LLMs are costly to serve.", "LLM")
+    assert holds_acronym("A key-value cache.", "KV")
+    assert not holds_acronym("We train a convolutional network.", "LLM")
+    assert not holds_acronym("See https://llm.example.org for data.", "LLM")
