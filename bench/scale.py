@@ -596,7 +596,11 @@ def server_section() -> list[str]:
           "|---" * (len(keys) + 1) + "|"]
     for name in ("folder", "server"):
         L.append(f"| {name} | " + " | ".join(str(r[f"{name}_quality"][k]) for k in keys) + " |")
-    L += ["", f"Server resident memory after the run: {r['server_rss_mib']:.0f} MiB.", ""]
+    L += ["", f"Server resident memory after the run: {r['server_rss_mib']:.0f} MiB."]
+    if r.get("reingest_report"):
+        L += ["", f"The same files ingested again into the server before the run ({r['reingest_s']:.0f} s): "
+                  f"{r['reingest_report']}"]
+    L.append("")
     return L
 
 
