@@ -568,7 +568,7 @@ def full_ingest_section() -> list[str]:
                 f"{p['ingest']:.0f} MiB at {p['t']:.0f} s" for p in picks) + "."]
     L += ["", "Reference sample runs: " + "; ".join(
         f"{r['mode']}: {', '.join(f'{s:.0f} s' for s in r['reference_sample_s'])} for {r['reference_sample']:,} "
-        "abstracts" for r in runs) + ". Reports: " + "; ".join(f"{r['mode']}: {r['report']}" for r in runs), ""]
+        "abstracts" for r in runs) + ". Reports: " + "; ".join(f"{r['mode']}: {r['report'].rstrip('.')}" for r in runs) + ".", ""]
     return L
 
 
@@ -591,6 +591,10 @@ def server_section() -> list[str]:
                  f"{r[f'{name}_ask_cold_s']:.2f} | {r[f'{name}_retrieve_p50']:.0f} / {r[f'{name}_retrieve_p95']:.0f} | "
                  f"{r[f'{name}_answer_first_p50']:.0f} / {r[f'{name}_answer_first_p95']:.0f} | "
                  f"{r[f'{name}_answer_again_p50']:.0f} / {r[f'{name}_answer_again_p95']:.0f} |")
+    L += ["", "The folder store keeps the sentence vectors earlier runs stored in it, so some of its \"first use\" "
+          "answers read them; the fresh server starts with none. `first ask`: the first start in this run; the first "
+          "start of a collection state builds its lexical cache (the server's here, from its records over HTTP; "
+          "the folder store's was built by earlier runs)."]
     keys = list(r["folder_quality"])
     L += ["", "Quality on the dev set (`rag-bot eval`'s measures):", "", "| store | " + " | ".join(keys) + " |",
           "|---" * (len(keys) + 1) + "|"]
