@@ -139,7 +139,9 @@ def select_sources(
 
     def area(limit: int) -> list[ScoredPaper]:
         assert topic_vector is not None and sentence_vectors is not None
-        return on_topic(papers, topic_vector, sentence_vectors, settings, limit, topic_acronyms(topic))
+        # With a paper named, an acronym of the question may be its name (CAT), not a qualifier.
+        acronyms = [] if any(p.named for p in papers) else topic_acronyms(topic)
+        return on_topic(papers, topic_vector, sentence_vectors, settings, limit, acronyms)
 
     if mode == "compare":
         named = [p for p in papers if p.named]
@@ -189,10 +191,12 @@ def _paper_stems(doc_id: str, text: str) -> frozenset[str]:
 
 def covers(paper: Paper, stems: set[str]) -> bool:
     """Whether a paper holds a concept: all of its distinctive stems (two thirds of them when it has three or
-    more)."""
+    more). A stem of five letters or more is also held by a word that begins with it: abstracts have typos and
+    cut words ("Speculative Decodin")."""
     have = _paper_stems(paper.doc_id, f"{paper.title} {paper.text}")
     need = len(stems) if len(stems) <= 2 else -(-2 * len(stems) // 3)
-    return len(stems & have) >= need
+    held = sum(1 for s in stems if s in have or (len(s) >= 5 and any(h.startswith(s) for h in have)))
+    return held >= need
 
 
 def missing_combination(

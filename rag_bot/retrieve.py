@@ -22,7 +22,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from rag_bot.index import PaperIndex
 from rag_bot.nodes import PaperQuery, paper_node
 from rag_bot.settings import Settings
-from rag_bot.text import normalize_name, topic_query
+from rag_bot.text import holds_acronym, normalize_name, topic_acronyms, topic_query
 from rag_bot.types import Filters, Paper, ScoredPaper
 
 log = logging.getLogger(__name__)
@@ -35,6 +35,10 @@ LONG_QUESTION_WORDS = 25
 FEEDBACK_PAPERS = 10  # top papers whose abstracts feed back into a long question
 FEEDBACK_TERMS = 10  # terms they add to its BM25 query
 AREA_CANDIDATES = 40  # papers retrieved for a summary or a comparison by topic (grounding keeps those on topic)
+# Weight of a third ranking in the fusion, for short questions whose topic carries an acronym ("LLM weights",
+# "RL for grasping"): the candidates that mention it (the acronym, or words whose initials spell it), in fused
+# order. 0 turns it off.
+ACRONYM_WEIGHT = 0.5
 
 
 # A word as names are written: CorrSteer, Het-CPFLoRA, Quartet-II, GPT-4o, C++.
@@ -257,6 +261,16 @@ class PaperRetriever(BaseRetriever):
             return 0.0
         return sum(w for t, w in weights.items() if t in terms) / total
 
+    @staticmethod
+    def _qualified(snap: Snapshot, fused: dict[str, float], acronyms: list[str]) -> dict[str, float]:
+        """The fusion with a third ranking: the candidates that mention the topic's acronyms, in fused order."""
+        holders = [d for d in sorted(fused, key=fused.__getitem__, reverse=True) if d in snap.papers
+                   and all(holds_acronym(f"{snap.papers[d].title} {snap.papers[d].text}", a) for a in acronyms)]
+        out = dict(fused)
+        for rank, doc_id in enumerate(holders):
+            out[doc_id] += ACRONYM_WEIGHT / (RRF_K + rank + 1)
+        return out
+
     def count_matching(self, filters: Filters | None) -> int:
         """How many papers pass the filters."""
         allowed = self._snapshot.matching(filters)
@@ -282,14 +296,19 @@ class PaperRetriever(BaseRetriever):
         long_question = len(question.split()) > LONG_QUESTION_WORDS
         if long_question and mode == "hybrid" and self.settings.feedback and len(snap.ids) > 2 * FEEDBACK_PAPERS:
             fused = _fuse(*self._feedback(snap, topic, fused, k, allowed), weights)
+        # An acronym that is a paper's name ("compare Quartet II with CAT") names it; it qualifies nothing.
+        acronyms = [a for a in topic_acronyms(topic) if normalize_name(a) not in snap.names.by_key] \
+            if not long_question and ACRONYM_WEIGHT > 0 else []
+        if acronyms:
+            fused = self._qualified(snap, fused, acronyms)
         # A long question (a pasted abstract, a query by example) names its own concepts, not papers of
         # the collection: there only unmistakable names count (measured on CSFCube, docs/eval.md).
         named = snap.names.find(question, distinctive_only=long_question)
         if not long_question:
             named += [d for d in snap.unique_names(question, self._stems) if d not in named]
         named = [d for d in named if allowed is None or d in allowed]
-        for position, doc_id in enumerate(named):
-            fused[doc_id] = fused.get(doc_id, 0.0) + 1.0 - position * 0.01
+        for position, doc_id in enumerate(named):  # first, in the order the question names them
+            fused[doc_id] = fused.get(doc_id, 0.0) + 1.0 + 0.1 * (len(named) - position)
         ranked = [d for d in sorted(fused, key=fused.__getitem__, reverse=True) if d in snap.papers][:top_k]
         missing = [d for d in ranked if d not in dense]
         if missing:  # named or BM25-only papers: their similarity still comes from the dense model
