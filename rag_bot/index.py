@@ -565,11 +565,28 @@ class PaperIndex:
                 ids = gone[start:start + 500]
                 self.chunks.delete(where={"doc_id": {"$in": ids}})
                 self.papers.delete(ids=ids)
+            self._forget_sentences(gone)
             report.removed = len(gone)
         if writing or (self.papers.metadata or {}).get(GENERATION) is None:
             self._mark(uuid.uuid4().hex, totals=True)
         log.info("index: %s", report)
         return report
+
+    def _forget_sentences(self, doc_ids: Sequence[str]) -> None:
+        """Drop removed papers' records from the answer-time cache of sentence vectors (`<name>_sentences`,
+        rag_bot/sentences.py; one record per paper, its id the doc_id), when there is one. A cache: a fault is
+        logged, not raised (a record left behind is never read for a paper that is gone)."""
+        if not doc_ids:
+            return
+        try:
+            names = {c if isinstance(c, str) else c.name for c in self.client.list_collections()}
+            name = f"{self.settings.collection}_sentences"
+            if name in names:
+                cache = self.client.get_collection(name, embedding_function=None)
+                for start in range(0, len(doc_ids), 500):
+                    cache.delete(ids=list(doc_ids[start:start + 500]))
+        except STORE_FAULTS + (ValueError,) as exc:
+            log.warning("could not drop the removed papers' sentence vectors: %s", _one_line(exc))
 
     def _write_batch(self, batch: Sequence[tuple[Paper, str]]) -> int:
         ids = [paper.doc_id for paper, _ in batch]

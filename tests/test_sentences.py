@@ -167,3 +167,15 @@ def test_a_failing_sentence_store_only_costs_time(
     assert "could not be read" in caplog.text
     engine = Engine(Settings(storage=index.settings.storage), index=index, sentences=sentences)
     assert engine.ask(QUESTIONS[0]).grounded
+
+
+def test_pruned_papers_leave_no_sentence_vectors_behind(index: PaperIndex) -> None:
+    papers = sorted(index.all_papers(), key=lambda p: p.doc_id)
+    sentences = SentenceIndex(index.embedder, store=index)
+    sentences.fill(papers[:3])
+    assert sentences.store is not None and sentences.store.count() == 3
+    # Keep every paper but the first two: their cached vectors go with them, the third's stays.
+    report = index.ingest(papers[2:], prune=True)
+    assert report.removed == 2
+    assert sentences.store.count() == 1
+    assert index.client.get_collection(sentences.store.name).get(include=[])["ids"] == [papers[2].doc_id]
