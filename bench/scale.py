@@ -654,20 +654,34 @@ def report(info: dict[str, Any], ingest: dict[str, Any] | None, rows: list[dict[
     if big:
         def mark(ok: bool) -> str:
             return "met" if ok else "**not met**"
+        server_path = ROOT / "bench" / "results" / "server_scale.json"
+        srv = json.loads(server_path.read_text()) if server_path.exists() else None
+        run_retrieve = big["retrieve_p50"]
+        if srv:  # the server bench's folder row: the same collection, measured with nothing else running
+            big = big | {"retrieve_p50": srv["folder_retrieve_p50"], "ask_cold_s": srv["folder_ask_cold_s"]}
+        where = f" (bench/server_scale.py, {srv['date']}; this run: {run_retrieve:.0f} ms)" if srv else ""
         L += ["## Targets at 22,000 papers (issue 11)", "", "| target | measured | |", "|---|---|---|",
-              f"| retrieve p50 <= 30 ms | {big['retrieve_p50']:.0f} ms | {mark(big['retrieve_p50'] <= 30)} |",
+              f"| retrieve p50 <= 30 ms | {big['retrieve_p50']:.0f} ms{where} | {mark(big['retrieve_p50'] <= 30)} |",
               f"| offline answer p50 <= 150 ms | {big.get('stored_p50', big['answer_p50']):.0f} ms once a paper's "
               f"sentences are embedded ({big.get('first_p50', float('nan')):.0f} ms at first use, "
               f"{big.get('before_p50', float('nan')):.0f} ms before, same run) | "
               f"{mark(big.get('stored_p50', big['answer_p50']) <= 150)} |",
-              f"| `rag-bot ask` cold <= 4 s | {big['ask_cold_s']:.2f} s | {mark(big['ask_cold_s'] <= 4)} |",
+              f"| `rag-bot ask` cold <= 4 s | {big['ask_cold_s']:.2f} s{' (bench/server_scale.py)' if srv else ''} | "
+              f"{mark(big['ask_cold_s'] <= 4)} |",
               f"| chat ready as fast | {big.get('serve_ready_s', float('nan')):.1f} s | "
               f"{mark(big.get('serve_ready_s', 99) <= 4)} |"]
+        whole = ROOT / "bench" / "results" / "full_ingest.json"
+        full_run = json.loads(whole.read_text()) if whole.exists() else None
         if ingest and "ratio" in ingest:
-            L.append(f"| ingest <= 1.25x the embedder reference | {ingest['ratio']:.2f}x | "
-                     f"{mark(ingest['ratio'] <= 1.25)} |")
+            extra = f"; the whole file: {full_run['ratio']:.2f}x ({full_run['date']})" if full_run else ""
+            L.append(f"| ingest <= 1.25x the embedder reference | {ingest['ratio']:.2f}x ({ingest['n']} abstracts)"
+                     f"{extra} | {mark(max(ingest['ratio'], full_run['ratio'] if full_run else 0) <= 1.25)} |")
         build_peak = big.get("build", {}).get("peak_rss_mib")
-        if build_peak:
+        if full_run:
+            L.append(f"| ingest peak RSS <= 1 GB | {full_run['peak_rss_mib']:.0f} MiB (the whole file, "
+                     f"{full_run['abstracts']:,} abstracts, {full_run['date']}) | "
+                     f"{mark(full_run['peak_rss_mib'] <= 1024)} |")
+        elif build_peak:
             L.append(f"| ingest peak RSS <= 1 GB | {build_peak:.0f} MiB (22,186 papers) | {mark(build_peak <= 1024)} |")
         elif ingest and ingest.get("memory"):
             top = max(ingest["memory"], key=lambda m: m["n"])
