@@ -21,7 +21,6 @@ import gzip
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -85,10 +84,12 @@ def texts_of(every: int) -> tuple[list[str], list[str]]:
 
 
 def word_pieces(texts: list[str]) -> int:
-    from rag_bot.embedding import MiniLMEmbedding
+    """Word pieces the model sees (truncated at 256, no padding): the reference's tokenizer, no model loaded."""
+    from embed_reference import tokenizer
 
-    emb = MiniLMEmbedding()
-    return sum(len(e.ids) for e in emb._tokenizer.encode_batch(texts))
+    tok = tokenizer()
+    tok.no_padding()
+    return sum(len(e.ids) for e in tok.encode_batch(texts))
 
 
 def reference_seconds(sample: list[str]) -> float:
@@ -100,13 +101,9 @@ def reference_seconds(sample: list[str]) -> float:
     return float(json.loads(proc.stdout.strip().splitlines()[-1])["seconds"])
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def start_chroma(path: Path) -> tuple[subprocess.Popen[bytes], str]:
+    from load import free_port
+
     port = free_port()
     proc = subprocess.Popen([str(BIN / "chroma"), "run", "--path", str(path), "--host", "127.0.0.1", "--port",
                              str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)

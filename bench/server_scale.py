@@ -32,14 +32,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 from full_ingest import BIN, ML_ABSTRACTS, rss_mib, start_chroma  # noqa: E402
-from scale import questions_for  # noqa: E402
+from scale import pct, questions_for  # noqa: E402
 
 QUALITY = ("R@1", "R@5", "MRR@10", "false refusals", "summary/compare recall", "topic precision",
            "citation integrity")
@@ -50,10 +48,6 @@ def cold_ask(env: dict[str, str]) -> float:
     subprocess.run([str(BIN / "rag-bot"), "ask", "what is sparse attention?"], env=env, cwd=REPO, check=True,
                    capture_output=True)
     return time.perf_counter() - start
-
-
-def pct(values: list[float], q: float) -> float:
-    return round(float(np.percentile(values, q)), 1) if values else float("nan")
 
 
 def main() -> int:
@@ -117,7 +111,7 @@ def main() -> int:
                     engine.ask(q)
                     times.setdefault(f"{name}_answer_{phase}", []).append((time.perf_counter() - start) * 1000)
         for key, values in times.items():
-            out[f"{key}_p50"], out[f"{key}_p95"] = pct(values, 50), pct(values, 95)
+            out[f"{key}_p50"], out[f"{key}_p95"] = round(pct(values, 50), 1), round(pct(values, 95), 1)
         dev = load_questions(DEFAULT_SET)
         for name, engine in engines.items():
             metrics = evaluate(engine, dev)

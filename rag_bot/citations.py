@@ -4,7 +4,7 @@ well the cited abstract supports each claim. Pure functions over text and vector
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -148,7 +148,7 @@ def _claim(segment: str) -> str:
 
 def support_scores(
     answer: Answer,
-    papers: dict[str, Paper],
+    papers: Mapping[str, Paper],
     sentences_of: Callable[[Paper], tuple[list[str], np.ndarray]],
     embed: Callable[[list[str]], np.ndarray],
 ) -> dict[int, float]:

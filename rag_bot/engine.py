@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -136,7 +136,7 @@ class Engine:
         return self._query_engine
 
     @property
-    def papers(self) -> dict[str, Paper]:
+    def papers(self) -> Mapping[str, Paper]:
         """The collection, by doc_id (as the retriever holds it; refreshed by every ingest)."""
         return self.retriever.papers
 

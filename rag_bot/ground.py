@@ -20,7 +20,7 @@ from pydantic import ConfigDict
 from rag_bot.nodes import MISSING, SOURCE_RANK, PaperQuery, scored_paper
 from rag_bot.sentences import SentenceIndex
 from rag_bot.settings import Settings
-from rag_bot.text import holds_acronym, question_concepts, topic_acronyms, topic_query, word_stems
+from rag_bot.text import holds_acronyms, question_concepts, topic_acronyms, topic_query, word_stems
 from rag_bot.types import Mode, Paper, ScoredPaper
 
 log = logging.getLogger(__name__)
@@ -117,7 +117,7 @@ def on_topic(
     kept = sorted((p for p in candidates if scores[p.paper.doc_id] >= AREA_RATIO * top),
                   key=lambda p: -scores[p.paper.doc_id])
     if acronyms:
-        qualified = [p for p in kept if all(holds_acronym(f"{p.paper.title} {p.paper.text}", a) for a in acronyms)]
+        qualified = [p for p in kept if holds_acronyms(f"{p.paper.title} {p.paper.text}", acronyms)]
         if len(qualified) >= QUALIFIED_MIN:
             kept = qualified
     return ([p for p in papers if p.named] + kept)[:limit]
@@ -139,7 +139,7 @@ def select_sources(
 
     def area(limit: int) -> list[ScoredPaper]:
         assert topic_vector is not None and sentence_vectors is not None
-        # With a paper named, an acronym of the question may be its name (CAT), not a qualifier.
+        # A question that names a paper is about it: its acronyms may be names (CAT) and qualify nothing.
         acronyms = [] if any(p.named for p in papers) else topic_acronyms(topic)
         return on_topic(papers, topic_vector, sentence_vectors, settings, limit, acronyms)
 

@@ -192,6 +192,11 @@ class Health:
         return not (self.orphan_chunks or self.papers_without_chunks or self.stale)
 
 
+# The answer-time cache of sentence vectors (rag_bot/sentences.py) is the store's third collection,
+# `<collection>_sentences`: a rebuild and a prune clear it with the papers.
+SENTENCES_SUFFIX = "_sentences"
+
+
 def rebuild_store(settings: Settings) -> str:
     """Set the store aside for a fresh one; returns what was done, for people.
 
@@ -200,9 +205,9 @@ def rebuild_store(settings: Settings) -> str:
     _forget_client(settings)
     if settings.chroma_url:
         client = open_client(settings)
-        for suffix in ("papers", "chunks", "sentences"):  # sentences: the answer-time cache (rag_bot/sentences.py)
+        for suffix in ("_papers", "_chunks", SENTENCES_SUFFIX):
             try:
-                client.delete_collection(f"{settings.collection}_{suffix}")
+                client.delete_collection(f"{settings.collection}{suffix}")
             except STORE_FAULTS + (ValueError,) as exc:  # a missing collection is fine
                 log.debug("delete_collection %s: %s", suffix, exc)
         return f"deleted the collections {settings.collection}_papers, _chunks and _sentences " \
@@ -533,6 +538,14 @@ class PaperIndex:
 
         keep: set[str] = set()
         todo: list[tuple[Paper, str]] = []
+
+        def flush() -> None:
+            start_writing()
+            report.chunks_embedded += self._write_batch(todo)
+            if progress:
+                progress(len(todo))
+            todo.clear()
+
         for paper in papers:
             keep.add(paper.doc_id)
             fingerprint = f"{paper.content_hash}:{self.index_version}"
@@ -547,16 +560,9 @@ class PaperIndex:
             else:
                 report.added += 1
             if len(todo) == BATCH_PAPERS:
-                start_writing()
-                report.chunks_embedded += self._write_batch(todo)
-                if progress:
-                    progress(len(todo))
-                todo = []
+                flush()
         if todo:
-            start_writing()
-            report.chunks_embedded += self._write_batch(todo)
-            if progress:
-                progress(len(todo))
+            flush()
         gone = [doc_id for doc_id in stored if doc_id not in keep] if prune else []
         if gone or removed:
             start_writing()
@@ -580,7 +586,7 @@ class PaperIndex:
             return
         try:
             names = {c if isinstance(c, str) else c.name for c in self.client.list_collections()}
-            name = f"{self.settings.collection}_sentences"
+            name = f"{self.settings.collection}{SENTENCES_SUFFIX}"
             if name in names:
                 cache = self.client.get_collection(name, embedding_function=None)
                 for start in range(0, len(doc_ids), 500):

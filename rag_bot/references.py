@@ -11,7 +11,7 @@ import hashlib
 import json
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 from rag_bot.text import clean_markup
@@ -57,7 +57,7 @@ def citation_keys(papers: Sequence[Paper]) -> dict[str, str]:
     }
 
 
-def cited_papers(answers: Iterable[Answer], papers: dict[str, Paper]) -> list[Paper]:
+def cited_papers(answers: Iterable[Answer], papers: Mapping[str, Paper]) -> list[Paper]:
     """The papers the answers cite, once each, in order of first citation."""
     seen: dict[str, Paper] = {}
     for answer in answers:

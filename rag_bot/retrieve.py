@@ -11,9 +11,9 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 from llama_index.core.retrievers import BaseRetriever
@@ -22,7 +22,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from rag_bot.index import PaperIndex
 from rag_bot.nodes import PaperQuery, paper_node
 from rag_bot.settings import Settings
-from rag_bot.text import holds_acronym, normalize_name, topic_acronyms, topic_query
+from rag_bot.text import holds_acronyms, normalize_name, topic_acronyms, topic_query
 from rag_bot.types import Filters, Paper, ScoredPaper
 
 log = logging.getLogger(__name__)
@@ -110,13 +110,13 @@ class Snapshot:
     table. Built whole and swapped in one assignment, so a question answered during an ingest sees either the
     old collection or the new one, never a mix."""
 
-    papers: dict[str, Paper] = field(default_factory=dict)
+    papers: Mapping[str, Paper] = field(default_factory=dict)  # decoded when first read (rag_bot/lexicon.py)
     ids: list[str] = field(default_factory=list)  # BM25 row -> doc_id
     chunks: int = 0
     names: NameIndex = field(default_factory=NameIndex)
     bm25: Any = None
-    doc_terms: dict[str, set[str]] = field(default_factory=dict)  # doc_id -> its stemmed words
-    df: dict[str, int] = field(default_factory=dict)  # stemmed word -> papers holding it
+    doc_terms: Mapping[str, set[str]] = field(default_factory=dict)  # doc_id -> its stemmed words
+    df: Mapping[str, int] = field(default_factory=dict)  # stemmed word -> papers holding it
 
     def idf(self, term: str) -> float:
         """Inverse document frequency of a stemmed word."""
@@ -179,15 +179,14 @@ class PaperRetriever(BaseRetriever):
         # not grow with the collection; papers are decoded when first used.
         lexicon = load_or_build(self.index, self._stemmer)
         self._snapshot = Snapshot(
-            papers=cast(dict[str, Paper], lexicon.papers), ids=lexicon.ids, chunks=lexicon.chunks,
-            names=NameIndex(by_key=lexicon.names), bm25=lexicon.bm25,
-            doc_terms=cast(dict[str, set[str]], lexicon.doc_terms), df=cast(dict[str, int], lexicon.df),
+            papers=lexicon.papers, ids=lexicon.ids, chunks=lexicon.chunks, names=NameIndex(by_key=lexicon.names),
+            bm25=lexicon.bm25, doc_terms=lexicon.doc_terms, df=lexicon.df,
         )
         log.info("retriever loaded %d papers (%d chunks) from the %s lexicon", len(lexicon.ids),
                  self._snapshot.chunks, lexicon.origin)
 
     @property
-    def papers(self) -> dict[str, Paper]:
+    def papers(self) -> Mapping[str, Paper]:
         """The collection, by doc_id."""
         return self._snapshot.papers
 
@@ -265,7 +264,7 @@ class PaperRetriever(BaseRetriever):
     def _qualified(snap: Snapshot, fused: dict[str, float], acronyms: list[str]) -> dict[str, float]:
         """The fusion with a third ranking: the candidates that mention the topic's acronyms, in fused order."""
         holders = [d for d in sorted(fused, key=fused.__getitem__, reverse=True) if d in snap.papers
-                   and all(holds_acronym(f"{snap.papers[d].title} {snap.papers[d].text}", a) for a in acronyms)]
+                   and holds_acronyms(f"{snap.papers[d].title} {snap.papers[d].text}", acronyms)]
         out = dict(fused)
         for rank, doc_id in enumerate(holders):
             out[doc_id] += ACRONYM_WEIGHT / (RRF_K + rank + 1)

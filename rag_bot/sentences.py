@@ -22,22 +22,20 @@ import hashlib
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from rag_bot.embedding import DIMENSIONS, MODEL_NAME, MiniLMEmbedding
+from rag_bot.index import SENTENCES_SUFFIX, PaperIndex
 from rag_bot.text import clean_markup, split_sentences
 from rag_bot.types import Paper
-
-if TYPE_CHECKING:
-    from rag_bot.index import PaperIndex
 
 log = logging.getLogger(__name__)
 
 CACHE_PAPERS = 5000  # papers whose sentence vectors are kept in memory (about 50 MB); cleared when full
 CACHE_PHRASES = 20000  # theme-label phrases whose vectors are kept
-SUFFIX = "_sentences"  # the persisted collection: `<name>_sentences`
+SUFFIX = SENTENCES_SUFFIX  # the persisted collection: `<name>_sentences` (named with the store, rag_bot/index.py)
 READ_BATCH = 200  # papers read from the persisted collection per request
 WRITE_BATCH = 64  # papers written per request
 

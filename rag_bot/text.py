@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -303,6 +304,11 @@ def _acronym_pattern(acronym: str) -> re.Pattern[str]:
     # The acronym itself (LLM, LLMs), or words whose initials spell it ("large language model", "key-value").
     spelled = r"[\s\-]+".join(rf"{letter}[\w]*" for letter in acronym.lower())
     return re.compile(rf"\b(?:{re.escape(acronym)}s?|{spelled})\b", re.IGNORECASE)
+
+
+def holds_acronyms(text: str, acronyms: Sequence[str]) -> bool:
+    """Whether a text mentions what each of the acronyms stands for (see `holds_acronym`)."""
+    return all(holds_acronym(text, acronym) for acronym in acronyms)
 
 
 def holds_acronym(text: str, acronym: str) -> bool:

@@ -298,7 +298,7 @@ class ChatPanel:
         """The papers the conversation's answers cite, as BibTeX, RIS and CSL-JSON files in the session's
         folder ({} when no answer cites a paper). A file is rewritten only when its text changes (a follow-up
         citing the same papers leaves them as they are, and Gradio's cached copy stands)."""
-        papers = cited_papers([t.answer for t in turns if t.answer is not None], self.engine.papers)
+        papers = cited_papers([t.answer for t in turns if t.answer is not None], self.library.papers)
         if not papers:
             return {}
         folder = self.session_folder(request)
