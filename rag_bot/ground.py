@@ -20,7 +20,7 @@ from pydantic import ConfigDict
 from rag_bot.nodes import MISSING, SOURCE_RANK, PaperQuery, scored_paper
 from rag_bot.sentences import SentenceIndex
 from rag_bot.settings import Settings
-from rag_bot.text import holds_acronyms, question_concepts, topic_acronyms, topic_query, word_stems
+from rag_bot.text import holds_acronyms, question_concepts, topic_acronyms, topic_query, topic_words, word_stems
 from rag_bot.types import Mode, Paper, ScoredPaper
 
 log = logging.getLogger(__name__)
@@ -42,6 +42,11 @@ COMPARE_PAPERS = 4  # candidates beside the named papers of a comparison
 EVIDENCE_PAPERS = 3  # top papers whose sentences and words count as evidence
 MARGIN_NEIGHBOURS = 4  # papers after the best one whose mean similarity sets its margin
 QUALIFIED_MIN = 2  # papers of an area holding the topic's acronyms (LLM, RL) for the others to be left out
+# A short question names what it is about: when at least FOCUS_UNHELD of its words, and FOCUS_SHARE of them, appear
+# in none of the top papers, its evidence must reach `settings.focus_threshold` (docs/eval.md, "Refusal, calibrated").
+FOCUS_WORDS = 16
+FOCUS_UNHELD = 2
+FOCUS_SHARE = 0.4
 
 
 @dataclass(frozen=True)
@@ -176,6 +181,13 @@ def ground(
     evidence = evidence_score(question_vector, papers, sentence_vectors, settings)
     if not (papers[0].named or evidence >= settings.refusal_threshold):
         return Grounding(grounded=False, evidence=evidence)
+    # A join of concepts ("X for Y") is left to `missing_combination`, which says which part the collection lacks.
+    if not papers[0].named and evidence < settings.focus_threshold and len(question_concepts(topic)) < 2:
+        unheld, share = unheld_words(topic, papers[:EVIDENCE_PAPERS])
+        if len(unheld) >= FOCUS_UNHELD and share >= FOCUS_SHARE:
+            words = " or ".join(f"“{w}”" for w in unheld[:4])
+            return Grounding(grounded=False, evidence=evidence,
+                             missing=f"None of the closest papers mentions {words}.")
     sources = select_sources(papers, mode, settings, max_papers, topic_vector,
                              sentence_vectors if topic_vector is not None else None, topic)
     missing = ""
@@ -189,14 +201,30 @@ def _paper_stems(doc_id: str, text: str) -> frozenset[str]:
     return frozenset(word_stems(text))
 
 
+def _holds(have: frozenset[str], stem: str) -> bool:
+    # A stem of five letters or more is also held by a word that begins with it: abstracts have typos and cut
+    # words ("Speculative Decodin").
+    return stem in have or (len(stem) >= 5 and any(h.startswith(stem) for h in have))
+
+
 def covers(paper: Paper, stems: set[str]) -> bool:
     """Whether a paper holds a concept: all of its distinctive stems (two thirds of them when it has three or
-    more). A stem of five letters or more is also held by a word that begins with it: abstracts have typos and
-    cut words ("Speculative Decodin")."""
+    more)."""
     have = _paper_stems(paper.doc_id, f"{paper.title} {paper.text}")
     need = len(stems) if len(stems) <= 2 else -(-2 * len(stems) // 3)
-    held = sum(1 for s in stems if s in have or (len(s) >= 5 and any(h.startswith(s) for h in have)))
-    return held >= need
+    return sum(1 for s in stems if _holds(have, s)) >= need
+
+
+def unheld_words(topic: str, papers: Sequence[ScoredPaper]) -> tuple[list[str], float]:
+    """The words of a short topic (at most FOCUS_WORDS) that none of the papers holds, in any spelling ("debate",
+    "multilingual" when the closest papers are about agents and tokenizers in general), and their share of the
+    topic's words; none for a longer topic, which describes its need in many words of its own."""
+    words = topic_words(topic) if topic and len(topic.split()) <= FOCUS_WORDS else []
+    if not words:
+        return [], 0.0
+    haves = [_paper_stems(p.paper.doc_id, f"{p.paper.title} {p.paper.text}") for p in papers]
+    unheld = [word for word, stems in words if not any(_holds(have, s) for have in haves for s in stems)]
+    return unheld, len(unheld) / len(words)
 
 
 def missing_combination(

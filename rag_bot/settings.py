@@ -83,6 +83,11 @@ class Settings(BaseSettings):
         "papers + margin weight x how far the best paper stands out + coverage weight x share of the "
         "question's words they contain) is below this; calibrated in docs/eval.md.",
     )
+    focus_threshold: float = Field(
+        0.75,
+        description="A short question (at most 16 words) two or more of whose words appear in none of the top 3 "
+        "papers needs at least this evidence score to be answered; calibrated in docs/eval.md.",
+    )
     refusal_margin_weight: float = Field(1.0, description="Weight of the best paper's margin in the evidence score.")
     refusal_coverage_weight: float = Field(
         0.4, description="Weight of the question-word coverage of the top papers in the evidence score."

@@ -277,12 +277,52 @@ def question_concepts(topic: str) -> list[tuple[str, set[str], bool]]:
         words = _WORD_RE.findall(part.lower())
         distinctive = [w for w in words if w not in _GENERAL]
         # A part of general words only ("large language models") is still a concept: the one a paper must combine.
-        stems = set(word_stems(" ".join(distinctive or words))) if words else set()
+        # In American spelling, as most abstracts are written ("defences" -> "defenses").
+        stems = set(word_stems(" ".join(spellings(w)[-1] for w in distinctive or words))) if words else set()
         phrase = re.sub(r"^(?:the|a|an|what does|which papers use)\s+", "", part.strip(), flags=re.IGNORECASE)
         if stems and phrase and len(phrase.split()) <= CONCEPT_WORDS:
             concepts.append((phrase, stems, not distinctive))
     return concepts
 
+
+
+# --- the words a short question is about ----------------------------------------------------------------
+# Words a question is phrased with rather than what it is about ("is there any paper giving the state of the art").
+_PHRASING = set(
+    "any several each other should would could state art give gives given best main help hold own like so were "
+    "was been have has had just really way ways kind kinds good well there also choose choosing chosen pick "
+    "picking decide find want need exist exists already".split()
+)
+# British spellings, so that "behaviour" or "optimise" in a question meets "behavior" and "optimize" in abstracts.
+_BRITISH_OUR = re.compile(r"^(behavi|col|fav|lab|neighb|hon|flav|hum|rum|vap|harb|endeav|sav)our")
+_BRITISH_ISE = re.compile(r"(\w{3,}[^aeiou\W])is(e|es|ed|ing|ation|ations|er|ers)$")
+_BRITISH_YSE = re.compile(r"(anal|paral|catal)ys(e|es|ed|ing)$")
+_BRITISH_ENCE = re.compile(r"^(defen|offen|licen|preten)ce")
+_BRITISH_TRE = re.compile(r"^(cent|fib|met|lit)re(s|d)?$")
+
+
+def spellings(word: str) -> list[str]:
+    """A word and its American spelling when it has a British one ("behaviour" -> ["behaviour", "behavior"])."""
+    american = _BRITISH_YSE.sub(r"\1yz\2", _BRITISH_ISE.sub(r"\1iz\2", _BRITISH_OUR.sub(r"\1or", word)))
+    american = _BRITISH_TRE.sub(r"\1er\2", _BRITISH_ENCE.sub(r"\1se", american))
+    return [word] if american == word else [word, american]
+
+
+@lru_cache(maxsize=1)
+def _ignored_stems() -> frozenset[str]:
+    return frozenset(word_stems(" ".join(_GENERAL | _PHRASING)))
+
+
+def topic_words(topic: str) -> list[tuple[str, frozenset[str]]]:
+    """The words a topic is about, each with the stems that count as holding it (its spellings): stop words, words
+    every abstract of the field has ("model", "method") and question phrasing ("state of the art") left out."""
+    words: list[tuple[str, frozenset[str]]] = []
+    ignored = _ignored_stems()
+    for word in dict.fromkeys(_WORD_RE.findall(topic.lower())):
+        stems = frozenset(s for form in spellings(word) for s in word_stems(form))
+        if stems and not stems & ignored:
+            words.append((word, stems))
+    return words
 
 # --- acronyms a question qualifies its topic with ---------------------------------------------------------
 # "quantizing LLM weights", "RL for robotic manipulation", "KV cache eviction": an all-capitals word of 2-6

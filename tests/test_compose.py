@@ -142,6 +142,21 @@ def test_off_topic_near_misses_are_declined(ask, question):
 
 
 @pytest.mark.parametrize(
+    ("question", "missing_word"),
+    [
+        ("How well do language models predict protein function?", "protein"),  # no abstract mentions proteins
+        ("How do mixture-of-experts models route tokens?", "mixture"),  # no mixture-of-experts paper
+    ],
+)
+def test_a_short_question_whose_words_the_closest_papers_lack_is_declined_naming_them(ask, question, missing_word):
+    answer = ask(question, None)
+    assert answer.grounded is False and answer.citations == []
+    first = answer.answer.split("\n\n")[0]
+    assert first.startswith("None of the closest papers mentions") and f"\u201c{missing_word}\u201d" in first
+    assert "does not seem to cover" in answer.answer, "then the usual refusal with the nearest topics"
+
+
+@pytest.mark.parametrize(
     ("question", "mode"),
     [
         ("Compare CorrSteer and SARSteer", "compare"),

@@ -165,3 +165,56 @@ def test_an_area_qualified_by_an_acronym_leaves_out_the_technique_on_other_syste
     # Fewer than two papers hold it: the area is left as it was (nothing to tell the papers apart by).
     assert ids(on_topic(papers, QUESTION, sentences_like(0.7), SETTINGS, limit=40, acronyms=["GNN"])) == \
         ids(everything)
+
+
+def papers_about(*texts: str, similarities: tuple[float, ...] = (0.55, 0.45, 0.45, 0.45, 0.45)) -> list[ScoredPaper]:
+    return [ScoredPaper(paper=Paper(doc_id=f"f{i}", title=f"F{i}", text=text, source="t.txt"), score=1.0 / (i + 1),
+                        similarity=s) for i, (text, s) in enumerate(zip(texts, similarities, strict=False))]
+
+
+AGENT_PAPERS = papers_about(
+    "Multi-agent systems of LLM agents coordinate tool calls; accuracy and latency depend on the execution plan.",
+    "Agents learn reusable procedural skills from interaction experience.",
+    "We schedule inference requests by predicted output length.",
+    "A benchmark of coding agents over many milestones.",
+    "Optimizers for pretraining.",
+)
+
+
+def test_a_short_question_whose_words_the_closest_papers_lack_needs_stronger_evidence():
+    # Evidence 0.68 (best sentence 0.58 + margin 0.10): over the refusal threshold, under the focus threshold.
+    sentences = sentences_like(0.58)
+    near_miss = ground(QUESTION, AGENT_PAPERS, "ask", sentences, SETTINGS,
+                       topic="debating LLM agents and factual accuracy")
+    assert SETTINGS.refusal_threshold <= near_miss.evidence < SETTINGS.focus_threshold
+    assert not near_miss.grounded and near_miss.sources == []
+    assert "debating" in near_miss.missing and "factual" in near_miss.missing, "the refusal says which words are missing"
+    # The same evidence for words the papers hold is an answer; so is stronger evidence for the near miss.
+    held = ground(QUESTION, AGENT_PAPERS, "ask", sentences, SETTINGS, topic="LLM agents coordinating tool calls")
+    assert held.grounded and held.missing == ""
+    strong = ground(QUESTION, AGENT_PAPERS, "ask", sentences_like(0.70), SETTINGS,
+                    topic="debating LLM agents and factual accuracy")
+    assert strong.evidence >= SETTINGS.focus_threshold and strong.grounded
+
+
+def test_the_focus_check_leaves_long_questions_names_and_joins_of_concepts_alone():
+    sentences = sentences_like(0.58)
+    long_topic = ("my agents keep arguing with each other in a debate before they answer and I want them to agree "
+                  "faster on factual questions")
+    assert ground(QUESTION, AGENT_PAPERS, "ask", sentences, SETTINGS, topic=long_topic).grounded
+    named = papers_about(*(p.paper.text for p in AGENT_PAPERS))
+    named[0] = ScoredPaper(paper=named[0].paper, score=1.0, similarity=0.55, named=True)
+    assert ground(QUESTION, named, "ask", sentences, SETTINGS, topic="TIPEX agents that debate").grounded
+    # "X for Y" with Y nowhere: the answer says which part is missing instead of declining.
+    join = ground(QUESTION, AGENT_PAPERS, "summary", sentences, SETTINGS, topic="LLM agents for tomato farming")
+    assert join.grounded and "tomato farming" in join.missing
+
+
+def test_british_spellings_count_as_held():
+    from rag_bot.ground import unheld_words
+
+    papers = papers_about("We steer model behavior and analyze internal activations to optimize refusal defenses.")
+    unheld, share = unheld_words("steering model behaviour to optimise defences", papers)
+    assert unheld == [] and share == 0.0
+    unheld, share = unheld_words("steering behaviour in chess engines", papers)
+    assert unheld == ["chess", "engines"] and share == pytest.approx(2 / 4)
