@@ -36,7 +36,8 @@ AREA_PAPERS = 40  # most papers a summary cites (the most central ones are summa
 # questions plus the 4 of issue 9 (grid of weight 0.5-1.5 x ratio 0.7-0.85; docs/eval.md): topic precision
 # 0.955 at recall 0.949, against 0.86 for the old rank cut (within 0.15 of the best similarity, at most 6).
 AREA_RATIO = 0.7
-AREA_REACH = 0.2  # candidates more than this below the best similarity are never in the area
+AREA_REACH = 0.2  # candidates more than this below the best similarity are not in the area, unless they hold every
+# word of the topic (the dense model can rank a paper on the topic far down: "Speculative decoding for meshes")
 AREA_COVERAGE_WEIGHT = 1.5
 COMPARE_PAPERS = 4  # candidates beside the named papers of a comparison
 EVIDENCE_PAPERS = 3  # top papers whose sentences and words count as evidence
@@ -95,11 +96,11 @@ def relevance(paper: ScoredPaper, topic_vector: np.ndarray, sentence_vectors: Ca
 
 
 def area_candidates(papers: Sequence[ScoredPaper], settings: Settings) -> list[ScoredPaper]:
-    """The papers an area (summary, comparison by topic) may include: not named, above `min_score` and within
-    AREA_REACH of the best similarity."""
+    """The papers an area (summary, comparison by topic) may include: not named, above `min_score`, and within
+    AREA_REACH of the best similarity or holding every word of the topic."""
     best_similarity = max((p.similarity for p in papers), default=0.0)
     return [p for p in papers if not p.named and p.similarity >= settings.min_score
-            and p.similarity >= best_similarity - AREA_REACH]
+            and (p.similarity >= best_similarity - AREA_REACH or p.coverage >= 0.999)]
 
 
 def on_topic(

@@ -116,6 +116,17 @@ def test_an_area_takes_every_paper_on_topic_and_no_filler():
     assert len(on_topic(many, QUESTION, sentences_like(0.7), SETTINGS, limit=40)) == 40
 
 
+def test_a_paper_holding_every_word_of_the_topic_is_in_reach_of_the_area():
+    from rag_bot.ground import AREA_REACH, on_topic
+
+    # p1 and p2 are far below the best similarity (a paper whose wording the dense model likes less: "Speculative
+    # decoding for mesh generation"); p1 holds all of the topic's words, p2 only some.
+    papers = ranked(0.60, 0.60 - AREA_REACH - 0.02, 0.60 - AREA_REACH - 0.02)
+    for p, cov in zip(papers, (1.0, 1.0, 0.5)):
+        p.coverage = cov
+    assert ids(on_topic(papers, QUESTION, sentences_like(0.7), SETTINGS, limit=40)) == ["p0", "p1"]
+
+
 def test_a_join_of_concepts_no_paper_holds_is_said_first():
     from rag_bot.ground import missing_combination
 
