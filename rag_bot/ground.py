@@ -103,6 +103,28 @@ def area_candidates(papers: Sequence[ScoredPaper], settings: Settings) -> list[S
             and (p.similarity >= best_similarity - AREA_REACH or p.coverage >= 0.999)]
 
 
+def in_reach(
+    papers: Sequence[ScoredPaper],
+    candidates: Sequence[ScoredPaper],
+    topic_vector: np.ndarray,
+    sentence_vectors: Callable[[Paper], np.ndarray],
+) -> list[ScoredPaper]:
+    """An area's candidates within AREA_REACH of the best similarity, and those holding every word of the topic
+    whose best sentence is within AREA_REACH of the best such sentence of the others: the whole abstract of
+    "speculative decoding for mesh generation" is far from "speculative decoding", one of its sentences is not
+    (a paper that only shares common words, "evaluating" and "models", has no such sentence)."""
+    best_similarity = max((p.similarity for p in papers), default=0.0)
+    near = [p for p in candidates if p.similarity >= best_similarity - AREA_REACH]
+    if not near or len(near) == len(candidates):
+        return near or list(candidates)
+
+    def best_sentence(p: ScoredPaper) -> float:
+        return float((sentence_vectors(p.paper) @ topic_vector).max())
+
+    floor = max(best_sentence(p) for p in near) - AREA_REACH
+    return [p for p in candidates if p.similarity >= best_similarity - AREA_REACH or best_sentence(p) >= floor]
+
+
 def on_topic(
     papers: Sequence[ScoredPaper],
     topic_vector: np.ndarray,
@@ -117,7 +139,7 @@ def on_topic(
     they stand for, the others (the technique on other systems) are left out."""
     if not papers:
         return []
-    candidates = area_candidates(papers, settings)
+    candidates = in_reach(papers, area_candidates(papers, settings), topic_vector, sentence_vectors)
     scores = {p.paper.doc_id: relevance(p, topic_vector, sentence_vectors) for p in candidates}
     top = max(scores.values(), default=0.0)
     kept = sorted((p for p in candidates if scores[p.paper.doc_id] >= AREA_RATIO * top),

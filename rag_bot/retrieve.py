@@ -22,7 +22,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from rag_bot.index import PaperIndex
 from rag_bot.nodes import PaperQuery, paper_node
 from rag_bot.settings import Settings
-from rag_bot.text import holds_acronyms, normalize_name, topic_acronyms, topic_query
+from rag_bot.text import holds_acronyms, normalize_name, spellings, topic_acronyms, topic_query
 from rag_bot.types import Filters, Paper, ScoredPaper
 
 log = logging.getLogger(__name__)
@@ -219,6 +219,17 @@ class PaperRetriever(BaseRetriever):
         return list(bm25s.tokenize([text], stopwords="en", stemmer=self._stemmer, show_progress=False,
                                    return_ids=False)[0])
 
+    def _query_stems(self, snap: Snapshot, text: str) -> list[str]:
+        """A question's stems, each word in the spelling the collection uses most ("behaviour" -> "behavior" when
+        its abstracts are American, and the other way round)."""
+        def respell(match: re.Match[str]) -> str:
+            forms = spellings(match.group(0).lower())
+            if len(forms) == 1:
+                return match.group(0)
+            return max(forms, key=lambda form: sum(snap.df.get(stem, 0) for stem in self._stems(form)))
+
+        return self._stems(re.sub(r"[A-Za-z]{4,}", respell, text))
+
     def _feedback(
         self, snap: Snapshot, topic: str, fused: dict[str, float], k: int, allowed: set[str] | None = None
     ) -> tuple[dict[str, float], dict[str, float]]:
@@ -236,7 +247,7 @@ class PaperRetriever(BaseRetriever):
             for term in snap.doc_terms.get(doc_id, ()):
                 counts[term] = counts.get(term, 0) + 1
         ranked_terms = sorted(counts, key=lambda t: -counts[t] * snap.idf(t))
-        lexical = snap.bm25_scores(self._stems(topic) + ranked_terms[:FEEDBACK_TERMS], k, allowed)
+        lexical = snap.bm25_scores(self._query_stems(snap, topic) + ranked_terms[:FEEDBACK_TERMS], k, allowed)
         return dense, lexical
 
     def similarities(self, question: str, doc_ids: list[str]) -> dict[str, float]:
@@ -249,7 +260,7 @@ class PaperRetriever(BaseRetriever):
         """IDF weights of the question's content words (stemmed), for `coverage`."""
         if not snap.doc_terms:
             return {}
-        return {t: snap.idf(t) for t in set(self._stems(topic_query(question))) if len(t) > 2}
+        return {t: snap.idf(t) for t in set(self._query_stems(snap, topic_query(question))) if len(t) > 2}
 
     @staticmethod
     def _coverage(snap: Snapshot, doc_id: str, weights: dict[str, float]) -> float:
@@ -289,7 +300,7 @@ class PaperRetriever(BaseRetriever):
         mode = self.settings.retrieval
         topic = topic_query(question)
         dense = self._dense(snap, topic, k, allowed=allowed)
-        lexical = snap.bm25_scores(self._stems(topic), k, allowed) if mode != "dense" else {}
+        lexical = snap.bm25_scores(self._query_stems(snap, topic), k, allowed) if mode != "dense" else {}
         weights = {"dense": 1.0, "bm25": 0.0, "hybrid": self.settings.dense_weight}[mode]
         fused = _fuse(dense, lexical, weights)
         long_question = len(question.split()) > LONG_QUESTION_WORDS

@@ -155,3 +155,15 @@ def test_a_topic_acronym_lifts_the_candidates_that_mention_it():
     # Written out ("large language models") or as the acronym, both count; the convolutional paper gains nothing.
     assert lifted["cnn"] == fused["cnn"]
     assert lifted["llm"] > lifted["cnn"] and lifted["gpt"] > fused["gpt"]
+
+
+def test_a_british_spelling_finds_what_the_american_one_does(seed_storage, engine):
+    from rag_bot.engine import Engine
+    from rag_bot.settings import Settings
+
+    # The seed abstracts write "behavior" and "generalization"; a British question must rank and cover them alike.
+    bm25 = Engine(Settings(storage=seed_storage, retrieval="bm25"), index=engine.index)
+    british = bm25.retriever.retrieve_papers("steering model behaviour and its generalisation")
+    american = bm25.retriever.retrieve_papers("steering model behavior and its generalization")
+    assert [p.paper.doc_id for p in british[:5]] == [p.paper.doc_id for p in american[:5]]
+    assert british[0].coverage == american[0].coverage > 0
