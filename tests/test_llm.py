@@ -332,7 +332,8 @@ def test_the_whole_dev_set_keeps_the_contract_and_citation_integrity(llm_engine,
             assert {c.doc_id for c in answer.citations} <= {str(r["doc_id"]) for r in answer.retrieved}
         else:
             assert not answer.grounded, "only refusals skip the model"
-    assert written >= 80
+    answerable = sum(1 for q in questions if q.kind != "unanswerable")
+    assert written >= 0.9 * answerable, "the model writes the answers (the offline rule declines only refusals)"
 
 
 # --- the command line ----------------------------------------------------------------------------------------
