@@ -33,7 +33,6 @@ log = logging.getLogger(__name__)
 RRF_K = 20
 LONG_QUESTION_WORDS = 25
 FEEDBACK_PAPERS = 10  # top papers whose abstracts feed back into a long question
-FEEDBACK_TERMS = 10  # terms they add to its BM25 query
 AREA_CANDIDATES = 40  # papers retrieved for a summary or a comparison by topic (grounding keeps those on topic)
 # Weight of a third ranking in the fusion, for short questions whose topic carries an acronym ("LLM weights",
 # "RL for grasping"): the candidates that mention it (the acronym, or words whose initials spell it), in fused
@@ -232,23 +231,17 @@ class PaperRetriever(BaseRetriever):
 
     def _feedback(
         self, snap: Snapshot, topic: str, fused: dict[str, float], k: int, allowed: set[str] | None = None
-    ) -> tuple[dict[str, float], dict[str, float]]:
-        """Pseudo-relevance feedback for long questions: the query vector moves toward the top papers'
-        abstracts (Rocchio) and BM25 gets their most specific shared terms (measured in docs/eval.md)."""
+    ) -> dict[str, float]:
+        """Pseudo-relevance feedback for long questions: the dense ranking again, with the query vector moved
+        toward the top papers' abstracts (Rocchio). BM25 keeps the question's own words: adding the top papers'
+        terms helped CSFCube a little and hurt the dev set at every size (docs/eval.md)."""
         top = sorted(fused, key=fused.__getitem__, reverse=True)[: FEEDBACK_PAPERS]
         vectors = self.index.paper_vectors(top)
         query = np.asarray(self.index.embedder.get_query_embedding(topic))
         if vectors:
             query = query + np.mean([np.asarray(v) for v in vectors.values()], axis=0)
             query /= max(float(np.linalg.norm(query)), 1e-9)
-        dense = self._dense(snap, topic, k, embedding=query.tolist(), allowed=allowed)
-        counts: dict[str, int] = {}
-        for doc_id in top[: FEEDBACK_PAPERS // 2]:
-            for term in snap.doc_terms.get(doc_id, ()):
-                counts[term] = counts.get(term, 0) + 1
-        ranked_terms = sorted(counts, key=lambda t: -counts[t] * snap.idf(t))
-        lexical = snap.bm25_scores(self._query_stems(snap, topic) + ranked_terms[:FEEDBACK_TERMS], k, allowed)
-        return dense, lexical
+        return self._dense(snap, topic, k, embedding=query.tolist(), allowed=allowed)
 
     def similarities(self, question: str, doc_ids: list[str]) -> dict[str, float]:
         """Dense cosine similarity of given papers (whole-abstract vectors) to a question."""
@@ -305,7 +298,7 @@ class PaperRetriever(BaseRetriever):
         fused = _fuse(dense, lexical, weights)
         long_question = len(question.split()) > LONG_QUESTION_WORDS
         if long_question and mode == "hybrid" and self.settings.feedback and len(snap.ids) > 2 * FEEDBACK_PAPERS:
-            fused = _fuse(*self._feedback(snap, topic, fused, k, allowed), weights)
+            fused = _fuse(self._feedback(snap, topic, fused, k, allowed), lexical, weights)
         # An acronym that is a paper's name ("compare Quartet II with CAT") names it; it qualifies nothing.
         acronyms = [a for a in topic_acronyms(topic) if normalize_name(a) not in snap.names.by_key] \
             if not long_question and ACRONYM_WEIGHT > 0 else []
