@@ -314,12 +314,18 @@ def _ignored_stems() -> frozenset[str]:
 
 
 def topic_words(topic: str) -> list[tuple[str, frozenset[str]]]:
-    """The words a topic is about, each with the stems that count as holding it (its spellings): stop words, words
-    every abstract of the field has ("model", "method") and question phrasing ("state of the art") left out."""
+    """The words a topic is about, as written, each with the stems that count as holding it (its spellings): stop
+    words, words every abstract of the field has ("model", "method") and question phrasing ("state of the art")
+    left out."""
     words: list[tuple[str, frozenset[str]]] = []
+    seen: set[str] = set()
     ignored = _ignored_stems()
-    for word in dict.fromkeys(_WORD_RE.findall(topic.lower())):
-        stems = frozenset(s for form in spellings(word) for s in word_stems(form))
+    for word in _WORD_RE.findall(topic):
+        lower = word.lower()
+        if lower in seen:
+            continue
+        seen.add(lower)
+        stems = frozenset(s for form in spellings(lower) for s in word_stems(form))
         if stems and not stems & ignored:
             words.append((word, stems))
     return words
