@@ -105,7 +105,10 @@ def focus_calibration(
             listed.append(f"{q.id} ({kind}) {decision.evidence:.3f}: {', '.join(unheld)} ({share:.0%})")
     sweep = {}
     for t in FOCUS_THRESHOLDS:
-        metrics = evaluate(Engine(Settings(storage=store, focus_threshold=t)), questions)
+        # The same model, lexicon and sentence vectors: only the grounding's threshold changes.
+        swept = Engine(Settings(storage=store, focus_threshold=t), index=engine.index, retriever=engine.retriever,
+                       sentences=engine.sentences)
+        metrics = evaluate(swept, questions)
         sweep[t] = (float(metrics["refusal accuracy"]), float(metrics["false refusals"]))
     return listed, sweep
 

@@ -185,7 +185,8 @@ def measure_size(size: int, store: Path, profile: Path | None) -> dict[str, Any]
     """Start-up, latency and memory of one collection, in this process."""
     from rag_bot import lexicon as lexicon_module
     from rag_bot.engine import Engine
-    from rag_bot.sentences import SUFFIX, SentenceIndex
+    from rag_bot.index import SENTENCES_SUFFIX
+    from rag_bot.sentences import SentenceIndex
     from rag_bot.settings import Settings
     from rag_bot.text import topic_query
 
@@ -219,7 +220,7 @@ def measure_size(size: int, store: Path, profile: Path | None) -> dict[str, Any]
     matrix, owners = exact_index(index)
     # The persisted sentence vectors start empty, so "first" is each paper's first use ever.
     try:
-        index.client.delete_collection(f"{settings.collection}{SUFFIX}")
+        index.client.delete_collection(f"{settings.collection}{SENTENCES_SUFFIX}")
     except Exception:  # noqa: BLE001 - none yet
         pass
     legacy = legacy_sentences(index)

@@ -74,9 +74,14 @@ def evidence_score(
     sims = sorted((p.similarity for p in papers), reverse=True)
     margin = sims[0] - float(np.mean(sims[1:1 + MARGIN_NEIGHBOURS])) if len(sims) > 1 else sims[0]
     top = papers[:EVIDENCE_PAPERS]
-    best_sentence = max(float((sentence_vectors(p.paper) @ question_vector).max()) for p in top)
+    sentence = max(best_sentence(p, question_vector, sentence_vectors) for p in top)
     coverage = max(p.coverage for p in top)
-    return best_sentence + settings.refusal_margin_weight * margin + settings.refusal_coverage_weight * coverage
+    return sentence + settings.refusal_margin_weight * margin + settings.refusal_coverage_weight * coverage
+
+
+def best_sentence(paper: ScoredPaper, vector: np.ndarray, sentence_vectors: Callable[[Paper], np.ndarray]) -> float:
+    """The best cosine similarity between a vector (the question's, the topic's) and a sentence of the paper."""
+    return float((sentence_vectors(paper.paper) @ vector).max())
 
 
 def within_reach(papers: Sequence[ScoredPaper], margin: float, limit: int, min_score: float) -> list[ScoredPaper]:
@@ -91,8 +96,8 @@ def within_reach(papers: Sequence[ScoredPaper], margin: float, limit: int, min_s
 def relevance(paper: ScoredPaper, topic_vector: np.ndarray, sentence_vectors: Callable[[Paper], np.ndarray]) -> float:
     """How much a paper is about the question's topic: its similarity, its best sentence's, and its coverage of the
     topic's words (weighted: an area is named by its words, "federated", "speculative")."""
-    best_sentence = float((sentence_vectors(paper.paper) @ topic_vector).max())
-    return paper.similarity + best_sentence + AREA_COVERAGE_WEIGHT * paper.coverage
+    sentence = best_sentence(paper, topic_vector, sentence_vectors)
+    return paper.similarity + sentence + AREA_COVERAGE_WEIGHT * paper.coverage
 
 
 def area_candidates(papers: Sequence[ScoredPaper], settings: Settings) -> list[ScoredPaper]:
@@ -113,16 +118,13 @@ def in_reach(
     whose best sentence is within AREA_REACH of the best such sentence of the others: the whole abstract of
     "speculative decoding for mesh generation" is far from "speculative decoding", one of its sentences is not
     (a paper that only shares common words, "evaluating" and "models", has no such sentence)."""
-    best_similarity = max((p.similarity for p in papers), default=0.0)
-    near = [p for p in candidates if p.similarity >= best_similarity - AREA_REACH]
+    reach = max((p.similarity for p in papers), default=0.0) - AREA_REACH
+    near = [p for p in candidates if p.similarity >= reach]
     if not near or len(near) == len(candidates):
-        return near or list(candidates)
-
-    def best_sentence(p: ScoredPaper) -> float:
-        return float((sentence_vectors(p.paper) @ topic_vector).max())
-
-    floor = max(best_sentence(p) for p in near) - AREA_REACH
-    return [p for p in candidates if p.similarity >= best_similarity - AREA_REACH or best_sentence(p) >= floor]
+        return list(candidates)
+    floor = max(best_sentence(p, topic_vector, sentence_vectors) for p in near) - AREA_REACH
+    return [p for p in candidates
+            if p.similarity >= reach or best_sentence(p, topic_vector, sentence_vectors) >= floor]
 
 
 def on_topic(
@@ -224,6 +226,11 @@ def _paper_stems(doc_id: str, text: str) -> frozenset[str]:
     return frozenset(word_stems(text))
 
 
+def _stems_of(paper: Paper) -> frozenset[str]:
+    """The stemmed words of a paper's title and abstract (cached per paper)."""
+    return _paper_stems(paper.doc_id, f"{paper.title} {paper.text}")
+
+
 def _holds(have: frozenset[str], stem: str) -> bool:
     # A stem of five letters or more is also held by a word that begins with it: abstracts have typos and cut
     # words ("Speculative Decodin").
@@ -233,7 +240,7 @@ def _holds(have: frozenset[str], stem: str) -> bool:
 def covers(paper: Paper, stems: set[str]) -> bool:
     """Whether a paper holds a concept: all of its distinctive stems (two thirds of them when it has three or
     more)."""
-    have = _paper_stems(paper.doc_id, f"{paper.title} {paper.text}")
+    have = _stems_of(paper)
     need = len(stems) if len(stems) <= 2 else -(-2 * len(stems) // 3)
     return sum(1 for s in stems if _holds(have, s)) >= need
 
@@ -245,7 +252,7 @@ def unheld_words(topic: str, papers: Sequence[ScoredPaper]) -> tuple[list[str], 
     words = topic_words(topic) if topic and len(topic.split()) <= FOCUS_WORDS else []
     if not words:
         return [], 0.0
-    haves = [_paper_stems(p.paper.doc_id, f"{p.paper.title} {p.paper.text}") for p in papers]
+    haves = [_stems_of(p.paper) for p in papers]
     unheld = [word for word, stems in words if not any(_holds(have, s) for have in haves for s in stems)]
     return unheld, len(unheld) / len(words)
 

@@ -249,11 +249,12 @@ class PaperRetriever(BaseRetriever):
         query = np.asarray(self.index.embedder.get_query_embedding(topic_query(question)))
         return {d: float(np.dot(query, np.asarray(v))) for d, v in vectors.items()}
 
-    def _question_weights(self, snap: Snapshot, question: str) -> dict[str, float]:
-        """IDF weights of the question's content words (stemmed), for `coverage`."""
+    @staticmethod
+    def _question_weights(snap: Snapshot, stems: list[str]) -> dict[str, float]:
+        """IDF weights of the question's content words (its topic's stems), for `coverage`."""
         if not snap.doc_terms:
             return {}
-        return {t: snap.idf(t) for t in set(self._query_stems(snap, topic_query(question))) if len(t) > 2}
+        return {t: snap.idf(t) for t in set(stems) if len(t) > 2}
 
     @staticmethod
     def _coverage(snap: Snapshot, doc_id: str, weights: dict[str, float]) -> float:
@@ -292,8 +293,9 @@ class PaperRetriever(BaseRetriever):
         k = max(self.settings.chunk_candidates, top_k)
         mode = self.settings.retrieval
         topic = topic_query(question)
+        stems = self._query_stems(snap, topic)
         dense = self._dense(snap, topic, k, allowed=allowed)
-        lexical = snap.bm25_scores(self._query_stems(snap, topic), k, allowed) if mode != "dense" else {}
+        lexical = snap.bm25_scores(stems, k, allowed) if mode != "dense" else {}
         weights = {"dense": 1.0, "bm25": 0.0, "hybrid": self.settings.dense_weight}[mode]
         fused = _fuse(dense, lexical, weights)
         long_question = len(question.split()) > LONG_QUESTION_WORDS
@@ -316,7 +318,7 @@ class PaperRetriever(BaseRetriever):
         missing = [d for d in ranked if d not in dense]
         if missing:  # named or BM25-only papers: their similarity still comes from the dense model
             dense.update(self.similarities(topic, missing))
-        word_weights = self._question_weights(snap, question)
+        word_weights = self._question_weights(snap, stems)
         return [
             ScoredPaper(
                 paper=snap.papers[d], score=round(fused[d], 6), similarity=round(dense.get(d, 0.0), 4),

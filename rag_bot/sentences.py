@@ -35,7 +35,6 @@ log = logging.getLogger(__name__)
 
 CACHE_PAPERS = 5000  # papers whose sentence vectors are kept in memory (about 50 MB); cleared when full
 CACHE_PHRASES = 20000  # theme-label phrases whose vectors are kept
-SUFFIX = SENTENCES_SUFFIX  # the persisted collection: `<name>_sentences` (named with the store, rag_bot/index.py)
 READ_BATCH = 200  # papers read from the persisted collection per request
 WRITE_BATCH = 64  # papers written per request
 
@@ -73,7 +72,7 @@ class SentenceStore:
 
     def __init__(self, index: PaperIndex) -> None:
         self.index = index
-        self.name = f"{index.settings.collection}{SUFFIX}"
+        self.name = f"{index.settings.collection}{SENTENCES_SUFFIX}"  # named with the store (rag_bot/index.py)
         self._collection: Any = None
         self.failed = False  # set after a fault: the store is not used again by this process
 

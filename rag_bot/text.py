@@ -285,7 +285,6 @@ def question_concepts(topic: str) -> list[tuple[str, set[str], bool]]:
     return concepts
 
 
-
 # --- the words a short question is about ----------------------------------------------------------------
 # Words a question is phrased with rather than what it is about ("is there any paper giving the state of the art").
 _PHRASING = set(
@@ -329,6 +328,7 @@ def topic_words(topic: str) -> list[tuple[str, frozenset[str]]]:
         if stems and not stems & ignored:
             words.append((word, stems))
     return words
+
 
 # --- acronyms a question qualifies its topic with ---------------------------------------------------------
 # "quantizing LLM weights", "RL for robotic manipulation", "KV cache eviction": an all-capitals word of 2-6

@@ -12,8 +12,8 @@ import pytest
 
 from rag_bot.embedding import MiniLMEmbedding
 from rag_bot.engine import Engine
-from rag_bot.index import PaperIndex
-from rag_bot.sentences import SUFFIX, SentenceIndex, paper_sentences
+from rag_bot.index import SENTENCES_SUFFIX, PaperIndex
+from rag_bot.sentences import SentenceIndex, paper_sentences
 from rag_bot.settings import Settings
 
 QUESTIONS = (
@@ -45,7 +45,7 @@ def index(store: Path, engine) -> PaperIndex:
     # The session's engine answered questions on the seed store, so its copy may hold sentence vectors already:
     # each test starts from none.
     try:
-        index.client.delete_collection(f"{index.settings.collection}{SUFFIX}")
+        index.client.delete_collection(f"{index.settings.collection}{SENTENCES_SUFFIX}")
     except Exception:  # noqa: BLE001 - no such collection yet
         pass
     return index
