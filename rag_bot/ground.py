@@ -134,6 +134,7 @@ def on_topic(
     settings: Settings,
     limit: int,
     acronyms: Sequence[str] = (),
+    concepts: Sequence[set[str]] = (),
 ) -> list[ScoredPaper]:
     """The papers about the question's topic, most relevant first: a decision per paper (relevance at least
     AREA_RATIO of the best paper's), so two papers when two are on topic and forty when forty are. When the topic
@@ -150,7 +151,24 @@ def on_topic(
         qualified = [p for p in kept if holds_acronyms(f"{p.paper.title} {p.paper.text}", acronyms)]
         if len(qualified) >= QUALIFIED_MIN:
             kept = qualified
+    if len(concepts) >= 2:
+        kept = joined_area(kept, concepts)
     return ([p for p in papers if p.named] + kept)[:limit]
+
+
+def joined_area(kept: list[ScoredPaper], concepts: Sequence[set[str]]) -> list[ScoredPaper]:
+    """The papers of an area whose topic joins concepts ("safety for audio-language models") that hold them all,
+    when at least QUALIFIED_MIN do. When fewer do but some paper does (the combination exists; a word check is
+    brittle: "unsafe content" for "safety"), those holding the concept the fewest papers hold, when at least
+    QUALIFIED_MIN do (the safety papers on text-only LLMs are left out, the audio ones kept)."""
+    joined = [p for p in kept if all(covers(p.paper, stems) for stems in concepts)]
+    if len(joined) >= QUALIFIED_MIN or not joined:
+        return joined if len(joined) >= QUALIFIED_MIN else kept
+    holders = sorted((h for h in ([p for p in kept if covers(p.paper, stems)] for stems in concepts)
+                      if len(h) >= QUALIFIED_MIN), key=len)
+    if not holders or (len(holders) > 1 and len(holders[0]) == len(holders[1])):
+        return kept  # no concept, or two, held by the fewest: nothing says which one qualifies the area
+    return holders[0]
 
 
 def select_sources(
@@ -170,8 +188,10 @@ def select_sources(
     def area(limit: int) -> list[ScoredPaper]:
         assert topic_vector is not None and sentence_vectors is not None
         # A question that names a paper is about it: its acronyms may be names (CAT) and qualify nothing.
-        acronyms = [] if any(p.named for p in papers) else topic_acronyms(topic)
-        return on_topic(papers, topic_vector, sentence_vectors, settings, limit, acronyms)
+        named = any(p.named for p in papers)
+        acronyms = [] if named else topic_acronyms(topic)
+        concepts = [] if named else [stems for _, stems, _ in question_concepts(topic)]
+        return on_topic(papers, topic_vector, sentence_vectors, settings, limit, acronyms, concepts)
 
     if mode == "compare":
         named = [p for p in papers if p.named]

@@ -38,6 +38,8 @@ AREA_CANDIDATES = 40  # papers retrieved for a summary or a comparison by topic 
 # "RL for grasping"): the candidates that mention it (the acronym, or words whose initials spell it), in fused
 # order. 0 turns it off.
 ACRONYM_WEIGHT = 0.5
+# Endings that leave a real word when cut ("models", "processor", "logical"): a word cut by them is not a typo.
+_ENDINGS = {"s", "d", "r", "y", "e", "n", "es", "ed", "er", "or", "al", "ly", "ic", "en", "ty", "st", "rs", "ds"}
 
 
 # A word as names are written: CorrSteer, Het-CPFLoRA, Quartet-II, GPT-4o, C++.
@@ -256,14 +258,30 @@ class PaperRetriever(BaseRetriever):
             return {}
         return {t: snap.idf(t) for t in set(stems) if len(t) > 2}
 
+    def _cut_forms(self, snap: Snapshot, text: str) -> dict[str, set[str]]:
+        """For each of a question's stems, the cut forms of its word that some abstract holds: a word missing its
+        last one or two letters ("Speculative Decodin" for "decoding"), not a real word's ending ("process" for
+        "processor")."""
+        forms: dict[str, set[str]] = {}
+        for word in re.findall(r"[a-z]{7,}", text.lower()):
+            stems = self._stems(word)
+            for cut in (1, 2):
+                form = word[:-cut]
+                if stems and form not in stems and form in snap.df and word[-cut:] not in _ENDINGS:
+                    forms.setdefault(stems[0], set()).add(form)
+        return forms
+
     @staticmethod
-    def _coverage(snap: Snapshot, doc_id: str, weights: dict[str, float]) -> float:
-        """IDF-weighted share of the question's content words that occur in the paper (lexical evidence)."""
+    def _coverage(snap: Snapshot, doc_id: str, weights: dict[str, float],
+                  cut_forms: Mapping[str, set[str]] | None = None) -> float:
+        """IDF-weighted share of the question's content words that occur in the paper (lexical evidence), a word
+        also held by its cut form (`_cut_forms`)."""
         terms = snap.doc_terms.get(doc_id)
         total = sum(weights.values())
         if not terms or total <= 0:
             return 0.0
-        return sum(w for t, w in weights.items() if t in terms) / total
+        cut_forms = cut_forms or {}
+        return sum(w for t, w in weights.items() if t in terms or not cut_forms.get(t, set()).isdisjoint(terms)) / total
 
     @staticmethod
     def _qualified(snap: Snapshot, fused: dict[str, float], acronyms: list[str]) -> dict[str, float]:
@@ -319,10 +337,11 @@ class PaperRetriever(BaseRetriever):
         if missing:  # named or BM25-only papers: their similarity still comes from the dense model
             dense.update(self.similarities(topic, missing))
         word_weights = self._question_weights(snap, stems)
+        cut_forms = self._cut_forms(snap, topic)
         return [
             ScoredPaper(
                 paper=snap.papers[d], score=round(fused[d], 6), similarity=round(dense.get(d, 0.0), 4),
-                named=d in named, coverage=round(self._coverage(snap, d, word_weights), 4),
+                named=d in named, coverage=round(self._coverage(snap, d, word_weights, cut_forms), 4),
             )
             for d in ranked
         ]

@@ -187,6 +187,36 @@ def test_an_area_qualified_by_an_acronym_leaves_out_the_technique_on_other_syste
         ids(everything)
 
 
+
+def test_an_area_joining_concepts_keeps_the_papers_of_the_combination():
+    from rag_bot.ground import on_topic
+    from rag_bot.text import question_concepts
+
+    def area(topic: str, *texts: str) -> list[str]:
+        papers = ranked(*(0.6 - 0.01 * i for i in range(len(texts))))
+        for p, text in zip(papers, texts):
+            p.paper = Paper(doc_id=p.paper.doc_id, title=p.paper.title, text=text, source="t.txt")
+        concepts = [stems for _, stems, _ in question_concepts(topic)]
+        return ids(on_topic(papers, QUESTION, sentences_like(0.7), SETTINGS, limit=40, concepts=concepts))
+
+    # Two papers hold both concepts: the LoRA papers without federated learning and the federated ones without
+    # LoRA are left out.
+    assert area("federated fine-tuning with LoRA",
+                "Federated fine-tuning of LLMs with LoRA adapters per client.", "Low-rank adaptation (LoRA) dynamics.",
+                "Federated LoRA with rotation-aligned fine-tuning.", "Federated learning with fine-tuning on devices.") \
+        == ["p0", "p2"]
+    # One paper holds both ("unsafe" is not "safety" to a word check): the papers of the concept the fewest hold,
+    # the audio models, are the area; safety papers on text-only LLMs are not.
+    assert area("safety for large audio-language models",
+                "Safety alignment for large audio-language models.", "Safety of LLM fine-tuning.",
+                "Audio-language models judge unsafe spoken dialogue.", "Jailbreak safety for chat LLMs.",
+                "Safety guard models for 17 languages.") == ["p0", "p2"]
+    # No paper holds both: the area is left whole (grounding then says what the collection lacks).
+    assert area("speculative decoding for speech recognition",
+                "Speculative decoding with draft models.", "Speech recognition with recurrent networks.",
+                "Speculative decoding trees.") == ["p0", "p1", "p2"]
+
+
 def papers_about(*texts: str, similarities: tuple[float, ...] = (0.55, 0.45, 0.45, 0.45, 0.45)) -> list[ScoredPaper]:
     return [ScoredPaper(paper=Paper(doc_id=f"f{i}", title=f"F{i}", text=text, source="t.txt"), score=1.0 / (i + 1),
                         similarity=s) for i, (text, s) in enumerate(zip(texts, similarities, strict=False))]

@@ -167,3 +167,13 @@ def test_a_british_spelling_finds_what_the_american_one_does(seed_storage, engin
     american = bm25.retriever.retrieve_papers("steering model behavior and its generalization")
     assert [p.paper.doc_id for p in british[:5]] == [p.paper.doc_id for p in american[:5]]
     assert british[0].coverage == american[0].coverage > 0
+
+
+def test_a_word_cut_short_in_an_abstract_still_counts_as_the_question_s_word(engine):
+    # ECHO's abstract opens with "Speculative Decodin": it is about speculative decoding and must cover both words,
+    # as fully as a paper spelling them out, for its relevance to an area on speculative decoding.
+    papers = {p.paper.title.split(":")[0]: p for p in engine.retriever.retrieve_papers("speculative decoding", 40)}
+    assert papers["ECHO"].coverage == papers["XSpecMesh"].coverage == 1.0
+    # A word cut by a real ending is another word: "processor" is not held by "process".
+    forms = engine.retriever._cut_forms(engine.retriever._snapshot, "speculative decoding processor models")
+    assert forms == {"decod": {"decodin"}}
