@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -134,7 +135,7 @@ def on_topic(
     settings: Settings,
     limit: int,
     acronyms: Sequence[str] = (),
-    concepts: Sequence[set[str]] = (),
+    concepts: Sequence[AbstractSet[str]] = (),
 ) -> list[ScoredPaper]:
     """The papers about the question's topic, most relevant first: a decision per paper (relevance at least
     AREA_RATIO of the best paper's), so two papers when two are on topic and forty when forty are. When the topic
@@ -148,22 +149,28 @@ def on_topic(
     kept = sorted((p for p in candidates if scores[p.paper.doc_id] >= AREA_RATIO * top),
                   key=lambda p: -scores[p.paper.doc_id])
     if acronyms:
-        qualified = [p for p in kept if holds_acronyms(f"{p.paper.title} {p.paper.text}", acronyms)]
-        if len(qualified) >= QUALIFIED_MIN:
-            kept = qualified
+        kept = qualified(kept, lambda p: holds_acronyms(f"{p.paper.title} {p.paper.text}", acronyms))
     if len(concepts) >= 2:
         kept = joined_area(kept, concepts)
     return ([p for p in papers if p.named] + kept)[:limit]
 
 
-def joined_area(kept: list[ScoredPaper], concepts: Sequence[set[str]]) -> list[ScoredPaper]:
+def qualified(kept: list[ScoredPaper], holds: Callable[[ScoredPaper], bool]) -> list[ScoredPaper]:
+    """The papers of an area that hold what qualifies it, when at least QUALIFIED_MIN do; else the area as it is."""
+    holders = [p for p in kept if holds(p)]
+    return holders if len(holders) >= QUALIFIED_MIN else kept
+
+
+def joined_area(kept: list[ScoredPaper], concepts: Sequence[AbstractSet[str]]) -> list[ScoredPaper]:
     """The papers of an area whose topic joins concepts ("safety for audio-language models") that hold them all,
     when at least QUALIFIED_MIN do. When fewer do but some paper does (the combination exists; a word check is
     brittle: "unsafe content" for "safety"), those holding the concept the fewest papers hold, when at least
     QUALIFIED_MIN do (the safety papers on text-only LLMs are left out, the audio ones kept)."""
     joined = [p for p in kept if all(covers(p.paper, stems) for stems in concepts)]
-    if len(joined) >= QUALIFIED_MIN or not joined:
-        return joined if len(joined) >= QUALIFIED_MIN else kept
+    if not joined:
+        return kept  # no paper combines them: grounding says which part the collection lacks
+    if len(joined) >= QUALIFIED_MIN:
+        return joined
     holders = sorted((h for h in ([p for p in kept if covers(p.paper, stems)] for stems in concepts)
                       if len(h) >= QUALIFIED_MIN), key=len)
     if not holders or (len(holders) > 1 and len(holders[0]) == len(holders[1])):
@@ -257,7 +264,7 @@ def _holds(have: frozenset[str], stem: str) -> bool:
     return stem in have or (len(stem) >= 5 and any(h.startswith(stem) for h in have))
 
 
-def covers(paper: Paper, stems: set[str]) -> bool:
+def covers(paper: Paper, stems: AbstractSet[str]) -> bool:
     """Whether a paper holds a concept: all of its distinctive stems (two thirds of them when it has three or
     more)."""
     have = _stems_of(paper)

@@ -264,24 +264,22 @@ class PaperRetriever(BaseRetriever):
         "processor")."""
         forms: dict[str, set[str]] = {}
         for word in re.findall(r"[a-z]{7,}", text.lower()):
-            stems = self._stems(word)
+            stem = self._stemmer.stemWord(word)  # as BM25 stems it, without a tokenizer pass per word
             for cut in (1, 2):
                 form = word[:-cut]
-                if stems and form not in stems and form in snap.df and word[-cut:] not in _ENDINGS:
-                    forms.setdefault(stems[0], set()).add(form)
+                if form != stem and form in snap.df and word[-cut:] not in _ENDINGS:
+                    forms.setdefault(stem, set()).add(form)
         return forms
 
     @staticmethod
-    def _coverage(snap: Snapshot, doc_id: str, weights: dict[str, float],
-                  cut_forms: Mapping[str, set[str]] | None = None) -> float:
+    def _coverage(snap: Snapshot, doc_id: str, weights: dict[str, float], cut_forms: Mapping[str, set[str]]) -> float:
         """IDF-weighted share of the question's content words that occur in the paper (lexical evidence), a word
         also held by its cut form (`_cut_forms`)."""
         terms = snap.doc_terms.get(doc_id)
         total = sum(weights.values())
         if not terms or total <= 0:
             return 0.0
-        cut_forms = cut_forms or {}
-        return sum(w for t, w in weights.items() if t in terms or not cut_forms.get(t, set()).isdisjoint(terms)) / total
+        return sum(w for t, w in weights.items() if t in terms or not terms.isdisjoint(cut_forms.get(t, ()))) / total
 
     @staticmethod
     def _qualified(snap: Snapshot, fused: dict[str, float], acronyms: list[str]) -> dict[str, float]:

@@ -265,24 +265,25 @@ def word_stems(text: str) -> list[str]:
                                return_ids=False)[0])
 
 
-def question_concepts(topic: str) -> list[tuple[str, set[str], bool]]:
+@lru_cache(maxsize=256)  # grounding asks for a question's concepts at each of its steps
+def question_concepts(topic: str) -> tuple[tuple[str, frozenset[str], bool], ...]:
     """The concepts a question's topic joins, each with its distinctive stems and whether it is made of general
-    words only: "speculative decoding for speech recognition" -> [("speculative decoding", {specul, decod}, False),
-    ("speech recognition", {speech, recognit}, False)]."""
+    words only: "speculative decoding for speech recognition" -> (("speculative decoding", {specul, decod}, False),
+    ("speech recognition", {speech, recognit}, False))."""
     topic = _APPLIED_TO.sub(r"\1 for ", topic.strip(" ?.!"))
     if len(topic.split()) > CONCEPT_TOPIC_WORDS:
-        return []  # a long question describes one need in many words; it is not a join of short concepts
+        return ()  # a long question describes one need in many words; it is not a join of short concepts
     concepts = []
     for part in _CONCEPT_JOINS.split(topic):
         words = _WORD_RE.findall(part.lower())
         distinctive = [w for w in words if w not in _GENERAL]
         # A part of general words only ("large language models") is still a concept: the one a paper must combine.
         # In American spelling, as most abstracts are written ("defences" -> "defenses").
-        stems = set(word_stems(" ".join(spellings(w)[-1] for w in distinctive or words))) if words else set()
+        stems = frozenset(word_stems(" ".join(spellings(w)[-1] for w in distinctive or words))) if words else frozenset()
         phrase = re.sub(r"^(?:the|a|an|what does|which papers use)\s+", "", part.strip(), flags=re.IGNORECASE)
         if stems and phrase and len(phrase.split()) <= CONCEPT_WORDS:
             concepts.append((phrase, stems, not distinctive))
-    return concepts
+    return tuple(concepts)
 
 
 # --- the words a short question is about ----------------------------------------------------------------
@@ -338,11 +339,7 @@ _ACRONYM = re.compile(r"\b([A-Z]{2,6})s?\b")
 
 def topic_acronyms(topic: str) -> list[str]:
     """The acronyms a topic is qualified by ("quantizing or compressing LLM weights" -> ["LLM"])."""
-    seen: list[str] = []
-    for acronym in _ACRONYM.findall(topic):
-        if acronym not in seen:
-            seen.append(acronym)
-    return seen
+    return list(dict.fromkeys(_ACRONYM.findall(topic)))
 
 
 @lru_cache(maxsize=256)
