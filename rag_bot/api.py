@@ -5,8 +5,9 @@ collection. The model name selects the mode (`rag-bot` detects it from the quest
 `rag-bot-compare`); the messages become the question (the last user message) and the history (earlier
 user/assistant pairs), so follow-ups work as in the chat. The answer text keeps its `[n]` markers and ends with a
 "References" list; the structured citations travel in the extension field `rag_bot` of the completion (and of the
-final streamed chunk). With `RAG_BOT_API_KEY` set, every request needs `Authorization: Bearer <key>`. Errors use
-OpenAI's error format, `{"error": {"message", "type", "param", "code"}}`.
+final streamed chunk). Requests pass a `Door` (rag_bot/access.py): host and origin checks, a body limit and, with
+`RAG_BOT_API_KEY` (or logins beside the chat) set, `Authorization: Bearer <key>` (or the chat's login session).
+Errors use OpenAI's error format, `{"error": {"message", "type", "param", "code"}}`.
 
 Served alone by `rag-bot api`, or beside the chat with `mount_api(fastapi_app, engine)` before Gradio is mounted.
 """
@@ -16,7 +17,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import secrets
 import time
 import uuid
 from collections.abc import Iterator
@@ -28,6 +28,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from rag_bot.access import Door, http_server, open_routes
 from rag_bot.errors import EmptyQuestionError, NoIndexError, StoreError
 from rag_bot.types import Answer, Citation, Filters, Mode, Turn
 
@@ -220,16 +221,6 @@ def _error_of(exc: BaseException) -> APIError:
 
 
 # --- the app ---------------------------------------------------------------------------------------------
-def _check_auth(request: Request, key: str | None) -> None:
-    if not key:
-        return
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not secrets.compare_digest(token.strip().encode(), key.encode()):
-        raise APIError(401, "missing or wrong API key: send 'Authorization: Bearer <RAG_BOT_API_KEY>'",
-                       code="invalid_api_key")
-
-
 def request_filters(body: dict[str, Any]) -> Filters | None:
     """The filters of a request's `rag_bot` extension field: {"filters": {"venue", "year", "author", "source"}}."""
     extension = body.get("rag_bot") or {}
@@ -247,10 +238,8 @@ def request_filters(body: dict[str, Any]) -> Filters | None:
         raise APIError(400, str(exc), param="rag_bot") from None
 
 
-def v1_app(engine: Any, api_key: str | None = None) -> FastAPI:
-    """The `/v1` routes as an app of their own (mounted at /v1 by `create_api` and `mount_api`); the bearer key is
-    `api_key`, else the RAG_BOT_API_KEY setting (none: no auth)."""
-    key: str | None = api_key or getattr(engine.settings, "api_key", None) or None
+def v1_app(engine: Any) -> FastAPI:
+    """The `/v1` routes as an app of their own (mounted at /v1, behind a `Door`, by `create_api` and `mount_api`)."""
     app = FastAPI(title="rag-bot OpenAI-compatible API", version="1", docs_url="/docs", redoc_url=None)
 
     @app.exception_handler(APIError)
@@ -273,23 +262,22 @@ def v1_app(engine: Any, api_key: str | None = None) -> FastAPI:
 
     @app.get("/models")
     async def list_models(request: Request) -> dict[str, Any]:
-        _check_auth(request, key)
         return {"object": "list", "data": [_model(name) for name in MODELS]}
 
     @app.get("/models/{name}")
     async def get_model(name: str, request: Request) -> dict[str, Any]:
-        _check_auth(request, key)
         if name not in MODELS:
             raise _unknown_model(name)
         return _model(name)
 
     @app.post("/chat/completions", response_model=None)
     async def chat_completions(request: Request) -> JSONResponse | StreamingResponse:
-        _check_auth(request, key)
         try:
             body = await request.json()
         except (ValueError, UnicodeDecodeError):
             raise APIError(400, "the request body is not valid JSON") from None
+        except RecursionError:  # json's parser recurses per level: a deeply nested body is not a request
+            raise APIError(400, "the request body is nested too deeply") from None
         if not isinstance(body, dict):
             raise APIError(400, "the request body must be a JSON object")
         model = body.get("model") or DEFAULT_MODEL
@@ -326,14 +314,17 @@ def _unknown_model(name: str) -> APIError:
                     code="model_not_found", param="model")
 
 
-def mount_api(app: FastAPI, engine: Any, path: str = "/v1", api_key: str | None = None) -> FastAPI:
-    """Mount the API on an existing FastAPI app (before Gradio is mounted at "/", so that /v1 is matched first)."""
-    app.mount(path, v1_app(engine, api_key))
+def mount_api(app: FastAPI, engine: Any, path: str = "/v1", api_key: str | None = None,
+              door: Door | None = None) -> FastAPI:
+    """Mount the API on an existing FastAPI app (before Gradio is mounted at "/", so that /v1 is matched first),
+    behind `door` (default: the engine's settings, with `api_key` over RAG_BOT_API_KEY)."""
+    door = door or Door.of(engine.settings, api_key=api_key)
+    app.mount(path, door.guard(v1_app(engine)))  # type: ignore[arg-type]
     return app
 
 
 def create_api(engine: Any, api_key: str | None = None) -> FastAPI:
-    """The API alone: /v1/models and /v1/chat/completions (and /v1/docs)."""
+    """The API alone: /v1/models and /v1/chat/completions (and /v1/docs), behind the engine's `Door`."""
     app = FastAPI(title="rag-bot", docs_url=None, redoc_url=None, openapi_url=None)
 
     @app.get("/")
@@ -347,14 +338,15 @@ def serve_api(settings: Any, port: int | None = None) -> None:
     """Serve the API alone with uvicorn on RAG_BOT_HOST and the given port (default 8000)."""
     import sys
 
-    import uvicorn
-
     from rag_bot.engine import Engine
 
+    problem = open_routes(settings.host, logins=False, api_key=settings.api_key, chat=False)
+    if problem:
+        raise SystemExit(f"rag-bot: refusing to start: {problem}")
     engine = Engine(settings)
     engine.require_index()
     engine.retriever  # load BM25 and names before the first question  # noqa: B018
     port = port or 8000
     print(f"rag-bot API on http://{settings.host}:{port}/v1"
           f"{' (bearer key required)' if getattr(settings, 'api_key', None) else ''}", file=sys.stderr)
-    uvicorn.run(create_api(engine), host=settings.host, port=port, log_level="warning")
+    http_server(create_api(engine), settings.host, port).run()

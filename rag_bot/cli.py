@@ -34,6 +34,21 @@ def _fail(message: str, code: int = 1) -> int:
     return code
 
 
+def _unreadable(path: Path) -> str | None:
+    """Why a path given to `ingest` cannot be read (None when it can): checked before the store is touched."""
+    if not path.exists():
+        return f"no such file or folder: {path}"
+    try:
+        if path.is_dir():
+            os.listdir(path)
+        else:
+            with open(path, "rb"):
+                pass
+    except OSError as exc:
+        return f"cannot read {path}: {exc.strerror or exc}"
+    return None
+
+
 def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     """Index the given files and folders (default: the seeds folder)."""
     from tqdm import tqdm
@@ -41,8 +56,16 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     from rag_bot.engine import Engine
 
     paths = [Path(p) for p in args.paths] or [settings.seed_path()]
+    # Every path is checked before anything is written: a mistyped one must not cost a rebuild (or a prune) its store.
+    for path in paths:
+        problem = _unreadable(path)
+        if problem:
+            return _fail(f"{problem}; nothing was changed (check the path and run the same command again)", 2)
+        if args.rebuild and not settings.chroma_url and path.absolute().is_relative_to(settings.storage.absolute()):
+            return _fail(f"{path} is inside the store folder {settings.storage}, which --rebuild moves aside; "
+                         f"move it out of there first; nothing was changed", 2)
     if args.rebuild:
-        from rag_bot.index import rebuild_store
+        from rag_bot.repair import rebuild_store
 
         print(f"Rebuilding the store: {rebuild_store(settings)}.", file=sys.stderr)
     engine = Engine(settings)
@@ -109,11 +132,30 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
 
     engine = Engine(settings)
     engine.require_index()
-    for question in questions:
-        if args.stream and not args.json:
-            answer = _stream_answer(engine, question, args.mode, sys.stdout, filters)
-        else:  # --json keeps standard output one JSON object per question, so nothing is streamed there
-            answer = engine.ask(question, mode=args.mode, filters=filters)
+    failed = 0
+    for n, question in enumerate(questions, start=1):
+        try:
+            if args.stream and not args.json:
+                answer = _stream_answer(engine, question, args.mode, sys.stdout, filters)
+            else:  # --json keeps standard output one JSON object per question, so nothing is streamed there
+                answer = engine.ask(question, mode=args.mode, filters=filters)
+        except BrokenPipeError:
+            raise
+        except Exception as exc:
+            if not args.batch:
+                raise  # one question: `main` reports it
+            # A batch goes on (a Chroma server that went away may come back): one line per failed question.
+            failed += 1
+            message = _batch_failure(exc)
+            print(f"rag-bot: question {n} of {len(questions)} failed: {message}", file=sys.stderr, flush=True)
+            if args.json:
+                from rag_bot.engine import clean_question
+
+                print(json.dumps({"question": clean_question(question), "error": message}, ensure_ascii=False),
+                      flush=True)
+            elif args.stream:
+                print(flush=True)  # end the half-written answer's line
+            continue
         if answer.notice:
             print(f"rag-bot: {answer.notice}", file=sys.stderr, flush=True)
         references = _references(engine, answer, args.cite) if args.cite else None
@@ -129,7 +171,15 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
                 print(f"\nReferences ({args.cite}):\n{references}", end="", flush=True)
         if len(questions) > 1 and not args.json:
             print("\n---\n")
-    return 0
+    return 1 if failed else 0
+
+
+def _batch_failure(exc: Exception) -> str:
+    """The one line a batch prints for a question that failed (the traceback goes to DEBUG logging)."""
+    if isinstance(exc, StoreError | NoIndexError | EmptyQuestionError):
+        return str(exc)
+    log.debug("unexpected error", exc_info=True)
+    return f"unexpected error ({type(exc).__name__}); run with RAG_BOT_LOG_LEVEL=DEBUG for details"
 
 
 def _references(engine: Any, answer: Any, fmt: str) -> str:

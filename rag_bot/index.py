@@ -17,13 +17,12 @@ that writes) that keys the lexical cache (rag_bot/lexicon.py).
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import logging
 import os
-import shutil
 import sqlite3
-import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -33,6 +32,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 import chromadb
+import httpx
 import numpy as np
 from chromadb.config import Settings as ChromaSettings
 from chromadb.errors import ChromaError
@@ -57,10 +57,19 @@ GENERATION = "rag_bot_generation"
 TOTALS = ("rag_bot_papers", "rag_bot_chunks")
 _READ_BATCH = 2000
 RECOVERY = "run `rag-bot doctor` to check it, or `rag-bot ingest --rebuild` to rebuild it from the sources"
-# What a failing store raises (chromadb's own errors, sqlite's, the file system's); anything else is a bug.
-STORE_FAULTS: tuple[type[BaseException], ...] = (ChromaError, OSError, sqlite3.Error)
+# What a failing store raises (chromadb's own errors, sqlite's, the file system's, and httpx's when a Chroma server
+# cannot be reached: chromadb's HTTP client lets httpx.ConnectError and the like through); anything else is a bug.
+STORE_FAULTS: tuple[type[BaseException], ...] = (ChromaError, OSError, sqlite3.Error, httpx.HTTPError)
 _WRITES = frozenset({"add", "upsert", "update", "delete"})
 _DAMAGED = ("malformed", "not a database", "(code: 11)", "(code: 26)", "corrupt")
+# A store the user may not write (a read-only folder or file): sqlite's READONLY codes as chromadb's Rust core
+# reports them (8, and 1544 for a read-only folder), sqlite's and the OS's own words.
+_READ_ONLY = ("readonly database", "(code: 8)", "(code: 1544)", "permission denied", "read-only file system",
+              "os error 13", "os error 30")
+_PERMISSION_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+# The ingest lock in a store folder (PaperIndex.writer_lock); it stays in place through a rebuild, so that two
+# processes never each hold a lock on a different file.
+LOCK_FILE = "rag-bot.lock"
 
 
 @dataclass
@@ -98,9 +107,7 @@ def open_client(settings: Settings) -> Any:
             )
         except Exception as exc:  # chromadb raises plain ValueError/ConnectionError here
             log.debug("Chroma server client failed", exc_info=True)
-            raise StoreError(
-                f"cannot reach the Chroma server at {mask_credentials(settings.chroma_url)}: {_one_line(exc)}"
-            ) from exc
+            raise _unreachable(settings, exc) from exc
     try:
         settings.storage.mkdir(parents=True, exist_ok=True)
         return chromadb.PersistentClient(path=str(settings.storage), settings=chroma_settings)
@@ -120,10 +127,37 @@ def _one_line(exc: BaseException) -> str:
     return mask_credentials(" ".join(str(exc).split())) or type(exc).__name__
 
 
+def _unreachable(settings: Settings, exc: BaseException, action: str = "open") -> StoreError:
+    """A Chroma server that does not answer (down, killed, wrong address): a retry fixes it, a rebuild would not."""
+    again = "run the same ingest again (it finishes what is missing)" if action == "write" else "try again"
+    return StoreError(
+        f"cannot reach the Chroma server at {mask_credentials(settings.chroma_url or '')}: it is unreachable "
+        f"({_one_line(exc)}); check that it is running (`chroma run`) and that RAG_BOT_CHROMA_URL points to it, "
+        f"then {again}"
+    )
+
+
+def not_writable(exc: BaseException) -> bool:
+    """Whether a fault says the store may not be written (permissions or a read-only file system)."""
+    if isinstance(exc, OSError) and exc.errno in _PERMISSION_ERRNOS:
+        return True
+    cause = str(exc).lower()
+    return any(mark in cause for mark in _READ_ONLY)
+
+
 def store_error(settings: Settings, action: str, exc: BaseException) -> StoreError:
     """A store fault as the one line a user sees: what failed, where, and what to do."""
     cause = _one_line(exc)
     where = store_label(settings)
+    if settings.chroma_url and isinstance(exc, httpx.TransportError):
+        return _unreachable(settings, exc, action)
+    if not settings.chroma_url and not_writable(exc):
+        # Rebuilding would fail the same way (and set a healthy store aside): the fix is the permissions.
+        return StoreError(
+            f"the store in the {where} cannot be written: permission denied ({cause}); give this user write "
+            f"access to the folder and its files (e.g. `chmod -R u+w {settings.storage}`, or run rag-bot as their "
+            f"owner), then try again; the store needs no rebuild"
+        )
     if action == "write":
         return StoreError(
             f"the store could not be written (disk full?): {cause} [{where}]; the index as it was before this "
@@ -135,7 +169,7 @@ def store_error(settings: Settings, action: str, exc: BaseException) -> StoreErr
     return StoreError(f"the store in the {where} could not be {verb}: {cause}; {RECOVERY}")
 
 
-def _forget_client(settings: Settings) -> None:
+def forget_client(settings: Settings) -> None:
     """Drop chromadb's cached in-process system for this store: after a failed write its sqlite connection can
     hang every later write, and a rebuilt store must not reuse it."""
     from chromadb.api.shared_system_client import SharedSystemClient
@@ -195,36 +229,6 @@ class Health:
 # The answer-time cache of sentence vectors (rag_bot/sentences.py) is the store's third collection,
 # `<collection>_sentences`: a rebuild and a prune clear it with the papers.
 SENTENCES_SUFFIX = "_sentences"
-
-
-def rebuild_store(settings: Settings) -> str:
-    """Set the store aside for a fresh one; returns what was done, for people.
-
-    A folder is moved to `<storage>.broken-<timestamp>` (never deleted); on a Chroma server the two collections
-    are deleted (they hold nothing the sources cannot give back)."""
-    _forget_client(settings)
-    if settings.chroma_url:
-        client = open_client(settings)
-        for suffix in ("_papers", "_chunks", SENTENCES_SUFFIX):
-            try:
-                client.delete_collection(f"{settings.collection}{suffix}")
-            except STORE_FAULTS + (ValueError,) as exc:  # a missing collection is fine
-                log.debug("delete_collection %s: %s", suffix, exc)
-        return f"deleted the collections {settings.collection}_papers, _chunks and _sentences " \
-               f"on the {store_label(settings)}"
-    storage = Path(settings.storage)
-    if not storage.exists() or not any(storage.iterdir()):
-        return f"no store in {storage} yet; creating one"
-    aside = storage.with_name(f"{storage.name}.broken-{time.strftime('%Y%m%d-%H%M%S')}")
-    n = 1
-    while aside.exists():
-        n += 1
-        aside = storage.with_name(f"{storage.name}.broken-{time.strftime('%Y%m%d-%H%M%S')}-{n}")
-    try:
-        shutil.move(str(storage), str(aside))
-    except OSError as exc:
-        raise StoreError(f"cannot move the store {storage} aside to {aside}: {_one_line(exc)}") from exc
-    return f"moved the old store to {aside} (delete it once the new one works)"
 
 
 def _paper_metadata(paper: Paper, fingerprint: str) -> dict[str, Any]:
@@ -300,7 +304,7 @@ class PaperIndex:
 
     def reopen(self) -> None:
         """A fresh connection to the store (after a failed write, chromadb's old one can hang)."""
-        _forget_client(self.settings)
+        forget_client(self.settings)
         self._open()
 
     @property
@@ -410,7 +414,7 @@ class PaperIndex:
             yield True
             return
         try:
-            fd = os.open(Path(self.settings.storage) / "rag-bot.lock", os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(Path(self.settings.storage) / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError:
             yield False
             return

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import secrets
-from collections.abc import AsyncIterator, MutableMapping
+from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
+from rag_bot.access import Door
 from rag_bot.errors import EmptyQuestionError, NoIndexError, StoreError
 from rag_bot.text import clean_markup
 from rag_bot.types import Citation, Filters
@@ -85,6 +85,11 @@ def _tool_error(exc: Exception) -> ToolError:
     raise exc
 
 
+def _year(year: str | int | None) -> str | None:
+    # Agents send a year as a number as often as a string ("2026" or 2026); a range is a string ("2024-2026").
+    return None if year is None else str(year)
+
+
 def build_mcp(engine: Any) -> MCPServer:
     """The MCP server with its three tools over an engine."""
     server: MCPServer = MCPServer(name="rag-bot", instructions=INSTRUCTIONS, log_level="WARNING")
@@ -94,7 +99,7 @@ def build_mcp(engine: Any) -> MCPServer:
         "doc_id, title, score, venue, year. Filters, applied inside the search: venue (part of the name, any case), "
         "year (2026, or a range 2024-2026), author (part of an author's name), source (part of the file name)."
     )
-    def search_papers(question: str, venue: str | None = None, year: str | None = None, author: str | None = None,
+    def search_papers(question: str, venue: str | None = None, year: str | int | None = None, author: str | None = None,
                       source: str | None = None, top_k: int = 10) -> SearchResult:
         from rag_bot.engine import clean_question
 
@@ -103,7 +108,7 @@ def build_mcp(engine: Any) -> MCPServer:
             raise ToolError("the question is empty")
         top_k = max(1, min(int(top_k), MAX_RESULTS))
         try:
-            filters = Filters.parse(venue=venue, year=year, author=author, source=source)
+            filters = Filters.parse(venue=venue, year=_year(year), author=author, source=source)
         except ValueError as exc:
             raise ToolError(str(exc)) from None
         try:
@@ -125,11 +130,11 @@ def build_mcp(engine: Any) -> MCPServer:
         "does not cover the question (the answer then says so instead of guessing)."
     )
     def ask(question: str, mode: Literal["auto", "ask", "summary", "compare"] = "auto", venue: str | None = None,
-            year: str | None = None, author: str | None = None, source: str | None = None) -> AskResult:
+            year: str | int | None = None, author: str | None = None, source: str | None = None) -> AskResult:
         from rag_bot.api import references
 
         try:
-            filters = Filters.parse(venue=venue, year=year, author=author, source=source)
+            filters = Filters.parse(venue=venue, year=_year(year), author=author, source=source)
         except ValueError as exc:
             raise ToolError(str(exc)) from None
         try:
@@ -154,39 +159,19 @@ def build_mcp(engine: Any) -> MCPServer:
     return server
 
 
-class _Bearer:
-    """An ASGI app behind a bearer-key check (the same RAG_BOT_API_KEY as the OpenAI-compatible API)."""
-
-    def __init__(self, app: Any, key: str) -> None:
-        self.app, self.key = app, key
-
-    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            headers = dict(scope.get("headers") or [])
-            scheme, _, token = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
-            if scheme.lower() != "bearer" or not secrets.compare_digest(token.strip().encode(), self.key.encode()):
-                from starlette.responses import JSONResponse
-
-                response = JSONResponse({"error": "missing or wrong bearer key (RAG_BOT_API_KEY)"}, status_code=401,
-                                        headers={"WWW-Authenticate": "Bearer"})
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
-
-
-def mount_mcp(app: Any, engine: Any, path: str = "/mcp", api_key: str | None = None) -> Any:
+def mount_mcp(app: Any, engine: Any, path: str = "/mcp", api_key: str | None = None, door: Door | None = None) -> Any:
     """Serve the MCP tools over streamable HTTP at `path` of a FastAPI/Starlette app (before Gradio is mounted at
-    "/"); its session manager runs in the app's lifespan. With a key (`api_key`, else RAG_BOT_API_KEY), requests
-    need `Authorization: Bearer <key>`."""
+    "/"); its session manager runs in the app's lifespan. Requests pass `door` (default: the engine's settings,
+    with `api_key` over RAG_BOT_API_KEY), as /v1's do."""
     from starlette.routing import Route
 
     server = build_mcp(engine)
     host = getattr(engine.settings, "host", "127.0.0.1")
     sub = server.streamable_http_app(streamable_http_path=path, host=host)
-    key: str | None = api_key or getattr(engine.settings, "api_key", None) or None
+    door = door or Door.of(engine.settings, api_key=api_key)
     for route in sub.routes:
-        if isinstance(route, Route) and key:
-            app.router.routes.append(Route(route.path, endpoint=_Bearer(route.app, key)))
+        if isinstance(route, Route):
+            app.router.routes.append(Route(route.path, endpoint=door.guard(route.app)))
         else:
             app.router.routes.append(route)
     previous = app.router.lifespan_context

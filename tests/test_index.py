@@ -327,3 +327,69 @@ def test_unreachable_chroma_server_is_a_clear_store_error(
     assert main(["stats"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("rag-bot: cannot reach the Chroma server") and "Traceback" not in err
+
+
+# --- store repair (`rag-bot ingest --rebuild`, rag_bot/repair.py) ---------------------------------------------
+def _listing(folder: Path) -> dict[str, bytes]:
+    """Every file below a folder with its bytes (to show a store was not touched)."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_rebuild_leaves_the_saved_conversations_where_they_are(
+    tmp_path: Path, seed_list, embedder, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """RAG_BOT_DATA unset: the conversations live in the store folder. A rebuild moves the store aside and leaves
+    them (the sqlite file and its -wal/-shm, still open as a running `serve` holds them) in the fresh folder."""
+    from rag_bot.cli import main
+    from rag_bot.conversations import FILE_NAME, Conversations
+
+    storage = tmp_path / "store"
+    _index(storage, embedder).ingest(seed_list[:2])
+    conversations = Conversations(storage)
+    conversation = conversations.create("ann", "what is LED?")
+    assert conversation is not None
+    link = conversations.append(conversation, "ann", "what is LED?", None)
+    assert link and (storage / f"{FILE_NAME}-wal").exists(), "the live WAL file a move of the folder would split"
+    inode = (storage / FILE_NAME).stat().st_ino
+    corpus = _seed_file(tmp_path / "mini.txt", seed_list[2:3])
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RAG_BOT_STORAGE", str(storage))
+    monkeypatch.delenv("RAG_BOT_DATA", raising=False)
+
+    assert main(["ingest", "--rebuild", "--quiet", str(corpus)]) == 0
+    err = capsys.readouterr().err
+    aside = [p for p in tmp_path.iterdir() if p.name.startswith("store.broken-")]
+    assert len(aside) == 1 and (aside[0] / "chroma.sqlite3").exists() and str(aside[0]) in err
+    assert not [p.name for p in aside[0].iterdir() if p.name.startswith(FILE_NAME)], "conversations moved aside"
+    assert (storage / FILE_NAME).stat().st_ino == inode, "the conversations file itself was never moved"
+    assert "saved conversations stay where they are" in err
+    # The open connection (a running chat) and a new one (a restarted chat) both find the turn and its permalink.
+    for store in (conversations, Conversations(storage)):
+        assert [s.id for s in store.recent("ann")] == [conversation]
+        shared = store.shared(link)
+        assert shared is not None and shared.turn.question == "what is LED?"
+    assert conversations.append(conversation, "ann", "and then?", None), "the chat goes on saving"
+    assert sorted(_index(storage, embedder).fingerprints()) == ["mini#1"], "the store itself is fresh"
+
+
+def test_rebuild_refuses_while_an_ingest_holds_the_lock_and_moves_nothing(
+    tmp_path: Path, seed_list, embedder, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rag_bot.cli import main
+
+    storage = tmp_path / "store"
+    writer = _index(storage, embedder)
+    writer.ingest(seed_list[:2])
+    corpus = _seed_file(tmp_path / "mini.txt", seed_list[2:3])
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RAG_BOT_STORAGE", str(storage))
+    before = _listing(storage)
+    with writer.writer_lock(wait=False) as held:  # the lock an ingest holds while it writes
+        assert held
+        assert main(["ingest", "--rebuild", "--quiet", str(corpus)]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "another `rag-bot ingest` is writing the store" in lines[0], lines
+    assert "nothing was moved" in lines[0] and str(storage) in lines[0]
+    assert not [p for p in tmp_path.iterdir() if ".broken-" in p.name]
+    assert _listing(storage) == before
+    assert _index(storage, embedder).count() == 2

@@ -38,6 +38,8 @@ async def _session_calls(storage: Path) -> dict[str, Any]:
             "question": "steering LLMs with correlated sparse autoencoder features", "top_k": 5}))
         out["search_filtered"] = _structured(await session.call_tool("search_papers", {
             "question": "steering LLMs with correlated sparse autoencoder features", "year": "1900"}))
+        out["search_year_number"] = _structured(await session.call_tool("search_papers", {
+            "question": "steering LLMs with correlated sparse autoencoder features", "year": 2026, "top_k": 3}))
         out["search_icml"] = _structured(await session.call_tool("search_papers", {
             "question": "steering LLMs with correlated sparse autoencoder features", "venue": "icml",
             "year": "2025-2026", "top_k": 3}))
@@ -66,6 +68,8 @@ def test_mcp_tools_over_stdio(seed_storage: Path):
     assert calls["search_filtered"]["papers"] == []  # no seed paper is from 1900
     assert [p["doc_id"] for p in calls["search_icml"]["papers"]] == [p["doc_id"] for p in papers[:3]]
     assert {p["venue"] for p in calls["search_icml"]["papers"]} == {"ICML"}
+    # a year given as a number, as agents send it, filters as the string does
+    assert [p["doc_id"] for p in calls["search_year_number"]["papers"]] == [p["doc_id"] for p in papers[:3]]
 
     ask = calls["ask"]
     assert ask["grounded"] and ask["mode"] == "ask"

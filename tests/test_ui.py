@@ -694,16 +694,6 @@ def test_login_throttle_locks_out_then_doubles(caplog) -> None:
     assert throttle.lockouts == {}, "a success resets the doubling"
 
 
-def test_a_network_bind_without_login_warns() -> None:
-    from rag_bot.ui.app import exposure_warning
-
-    warning = exposure_warning("0.0.0.0", None)
-    assert warning and warning.startswith("WARNING") and "anyone" in warning and "RAG_BOT_AUTH" in warning
-    assert exposure_warning("192.168.1.5", []) and exposure_warning("my-host.lan", None)
-    assert exposure_warning("0.0.0.0", [("ann", "pw")]) is None
-    assert all(exposure_warning(h, None) is None for h in ("127.0.0.1", "localhost", "::1", "[::1]", "127.0.1.1"))
-
-
 @pytest.mark.slow
 def test_the_openai_api_and_mcp_are_served_beside_the_chat(server, client):
     import openai
@@ -846,3 +836,13 @@ def test_an_offline_answer_arrives_in_one_update_after_the_question(engine, tmp_
                                  conversation=None))[-1]
     assert declined[chat.export]["interactive"] is True
     assert all(declined[b]["interactive"] is False for b in chat.cite.values()), "nothing cited: disabled"
+
+
+def test_sigterm_removes_the_export_folder(seed_storage, tmp_path_factory) -> None:
+    """Stopping `rag-bot serve` with SIGTERM (what `kill`, systemd and docker send) leaves no export folder behind."""
+    temp = tmp_path_factory.mktemp("tmpdir")
+    storage = copy_store(seed_storage, tmp_path_factory)
+    with running_server(storage, tmp_path_factory.mktemp("serve"), TMPDIR=str(temp)) as (_url, log):
+        assert len(list(temp.glob("rag-bot-export-*"))) == 1  # made at start, for this server's exports
+    # running_server sends SIGTERM on exit and waits for the process to end.
+    assert list(temp.glob("rag-bot-export-*")) == [], Path(log.name).read_text()[-2000:]

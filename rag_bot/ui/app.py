@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import logging
 import sys
 import threading
@@ -12,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rag_bot.access import Door, Sessions, http_server, open_routes
 from rag_bot.engine import Engine
 from rag_bot.logs import configure_logging
 from rag_bot.settings import Settings
@@ -138,23 +138,6 @@ def _login_client() -> str:
     return "?"
 
 
-def exposure_warning(host: str, auth: object) -> str | None:
-    """The warning for a chat reachable from the network without a login (None when loopback or logins)."""
-    if auth:
-        return None
-    name = host.strip().strip("[]").lower()
-    if name == "localhost":
-        return None
-    try:
-        if ipaddress.ip_address(name).is_loopback:
-            return None
-    except ValueError:
-        pass  # a host name other than localhost: assume it is reachable
-    return (f"WARNING: the chat listens on {host} without RAG_BOT_AUTH: anyone who can reach this machine on "
-            f"the network can read the collection, ask questions and upload files. Set RAG_BOT_AUTH=user:password "
-            f"(or a file of such lines), or RAG_BOT_HOST=127.0.0.1.")
-
-
 def ensure_index(engine: Engine) -> None:
     """Index the seeds folder when the store is empty (first `make run`), with a progress bar on stderr."""
     if engine.index.count() > 0:
@@ -225,38 +208,49 @@ def build_app(engine: Engine, library: Any = None) -> Any:
 
 def serve(settings: Settings | None = None) -> None:
     """Index the seeds if needed, then serve the chat at http://host:port."""
-    engine = Engine(settings)
-    configure_logging(engine.settings.log_level)  # as `rag-bot serve` does (also for app.py at the root)
+    settings = settings or Settings()
+    configure_logging(settings.log_level)  # as `rag-bot serve` does (also for app.py at the root)
     try:
-        auth = auth_pairs(engine.settings.auth)
+        auth = auth_pairs(settings.auth)
     except (OSError, ValueError) as exc:
         raise SystemExit(f"error: {exc}") from None
-    warning = exposure_warning(engine.settings.host, auth)
-    if warning:
-        log.warning("%s", warning)
-        print(warning, file=sys.stderr)
+    problem = open_routes(settings.host, logins=bool(auth), api_key=settings.api_key)
+    if problem:  # checked before the store is opened: nothing is written by a server that does not start
+        log.error("refusing to start: %s", problem)
+        raise SystemExit(f"rag-bot: refusing to start: {problem}")
+    engine = Engine(settings)
     ensure_index(engine)
     engine.retriever  # load BM25 and names before the first question  # noqa: B018
     app = build_app(engine)
     base = f"http://{engine.settings.host}:{engine.settings.port}"
+    needs = " or ".join(w for w, on in (("a login", bool(auth)), ("the bearer key", bool(engine.settings.api_key)))
+                        if on)
     print(f"rag-bot chat on {base}{' (login required)' if auth else ''}; OpenAI-compatible API at {base}/v1, "
-          f"MCP at {base}/mcp{' (bearer key required)' if engine.settings.api_key else ''}", file=sys.stderr)
+          f"MCP at {base}/mcp{f' ({needs} required)' if needs else ''}", file=sys.stderr)
     serve_with_api(app, engine, auth)
 
 
 def serve_with_api(app: Any, engine: Engine, auth: list[tuple[str, str]] | None = None) -> None:
     """Serve the chat with the OpenAI-compatible API (/v1) and the MCP endpoint (/mcp) beside it, on one port."""
+    http_server(chat_server(app, engine, auth), engine.settings.host, engine.settings.port).run()
+
+
+def chat_server(app: Any, engine: Engine, auth: list[tuple[str, str]] | None = None) -> Any:
+    """The ASGI app `serve` runs: /v1 and /mcp behind one `Door` (with logins on, the chat's session cookie or the
+    API key), the permalinks (open by design: a token is the permission), and the chat at "/"."""
     import gradio as gr
-    import uvicorn
     from fastapi import FastAPI
+    from starlette.routing import Mount
 
     from rag_bot.api import mount_api
     from rag_bot.mcp_server import mount_mcp
 
     settings = engine.settings
+    sessions = Sessions() if auth else None
+    door = Door.of(settings, sessions)
     server = FastAPI()
-    mount_api(server, engine)  # before Gradio takes "/"
-    mount_mcp(server, engine)
+    mount_api(server, engine, door=door)  # before Gradio takes "/"
+    mount_mcp(server, engine, door=door)
     mount_permalinks(server, engine)
     app.queue(default_concurrency_limit=ANSWER_CONCURRENCY)
     server = gr.mount_gradio_app(
@@ -265,7 +259,9 @@ def serve_with_api(app: Any, engine: Engine, auth: list[tuple[str, str]] | None 
         auth_message="rag-bot: log in with the user and password from RAG_BOT_AUTH." if auth else None,
         show_error=False, max_file_size=f"{settings.max_upload_mb}mb", css=CSS, head=HEAD, footer_links=["api"],
     )
-    uvicorn.run(server, host=settings.host, port=settings.port, log_level="warning")
+    if sessions is not None:  # the sessions live in the Gradio app mounted at "/"
+        sessions.app = next(r.app for r in server.routes if isinstance(r, Mount) and r.path == "")
+    return server
 
 
 def mount_permalinks(server: Any, engine: Engine) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import gradio as gr
 
 from rag_bot.conversations import SavedTurn
-from rag_bot.errors import EmptyQuestionError, NoIndexError
+from rag_bot.errors import EmptyQuestionError, NoIndexError, StoreError
 from rag_bot.references import Format, cited_papers, export
 from rag_bot.text import mask_credentials
 from rag_bot.types import Answer, Filters, Turn
@@ -221,7 +221,7 @@ class ChatPanel:
                     messages[-1] = {"role": "assistant", "content": answer_html(text, turn)}
                     yield {self.chatbot: messages}
                     shown = time.monotonic()
-        except (EmptyQuestionError, NoIndexError) as exc:
+        except (EmptyQuestionError, NoIndexError, StoreError) as exc:  # the user can act on these: shown as they are
             gr.Warning(mask_credentials(str(exc)))
             messages[-1] = {"role": "assistant", "content": markdown_text(str(exc))}
             yield {self.chatbot: messages}
@@ -353,7 +353,7 @@ class ChatPanel:
             try:
                 answer = library.engine.ask(text, mode=chosen_mode(mode if isinstance(mode, str) else None),
                                             max_papers=max_papers, filters=filters)
-            except (EmptyQuestionError, NoIndexError) as exc:
+            except (EmptyQuestionError, NoIndexError, StoreError) as exc:
                 raise gr.Error(mask_credentials(str(exc))) from None
             except Exception as exc:  # the caller gets one line; the log has the traceback
                 log.exception("error answering an /ask question")
