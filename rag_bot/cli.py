@@ -34,10 +34,10 @@ def _fail(message: str, code: int = 1) -> int:
     return code
 
 
-def _unreadable(path: Path) -> str | None:
-    """Why a path given to `ingest` cannot be read (None when it can): checked before the store is touched."""
+def _unreadable(path: Path, typed: str) -> str | None:
+    """Why a path given to `ingest` (`typed` as the user wrote it) cannot be read; None when it can."""
     if not path.exists():
-        return f"no such file or folder: {path}"
+        return f"no such file or folder: {typed}"
     try:
         if path.is_dir():
             os.listdir(path)
@@ -45,25 +45,25 @@ def _unreadable(path: Path) -> str | None:
             with open(path, "rb"):
                 pass
     except OSError as exc:
-        return f"cannot read {path}: {exc.strerror or exc}"
+        return f"cannot read {typed}: {exc.strerror or exc}"
     return None
 
 
 def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     """Index the given files and folders (default: the seeds folder)."""
+    paths = [Path(p) for p in args.paths] or [settings.seed_path()]
+    # Every path is checked before anything is written: a mistyped one must not cost a rebuild (or a prune) its store.
+    for typed, path in zip(args.paths or [str(paths[0])], paths):
+        problem = _unreadable(path, typed)
+        if problem:
+            return _fail(f"{problem}; nothing was changed (check the path and run the same command again)", 2)
+        if args.rebuild and not settings.chroma_url and path.absolute().is_relative_to(settings.storage.absolute()):
+            return _fail(f"{typed} is inside the store folder {settings.storage}, which --rebuild moves aside; "
+                         f"move it out of there first; nothing was changed", 2)
     from tqdm import tqdm
 
     from rag_bot.engine import Engine
 
-    paths = [Path(p) for p in args.paths] or [settings.seed_path()]
-    # Every path is checked before anything is written: a mistyped one must not cost a rebuild (or a prune) its store.
-    for path in paths:
-        problem = _unreadable(path)
-        if problem:
-            return _fail(f"{problem}; nothing was changed (check the path and run the same command again)", 2)
-        if args.rebuild and not settings.chroma_url and path.absolute().is_relative_to(settings.storage.absolute()):
-            return _fail(f"{path} is inside the store folder {settings.storage}, which --rebuild moves aside; "
-                         f"move it out of there first; nothing was changed", 2)
     if args.rebuild:
         from rag_bot.repair import rebuild_store
 

@@ -305,3 +305,31 @@ def test_ask_cite_prints_the_cited_papers_in_each_format(run, engine):
     assert len(rispy.loads(ris)) == 2
     csl = json.loads(json.loads(run("ask", "--json", "--cite", "csl", question).stdout)["references"])
     assert {item["note"].split()[2].rstrip(";") for item in csl} == cited
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("flags", [["--rebuild"], ["--rebuild", "--prune"], []])
+def test_a_mistyped_ingest_path_is_one_line_exit_2_and_the_store_is_untouched(run, seed_storage, tmp_path, flags):
+    """`ingest --rebuild seedz/` used to move a healthy store aside before finding that seedz/ does not exist."""
+    import shutil
+
+    store = tmp_path / "store"
+    shutil.copytree(seed_storage, store)
+    before = _files(store)
+    proc = run("ingest", *flags, "--quiet", str(SEEDS), "seedz/", storage=store)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "rag-bot: no such file or folder: seedz/; nothing was changed (check the path and run the same command again)"
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["store"], "nothing set aside"
+    assert _files(store) == before
+    # A source inside the store folder would be moved aside with it: refused the same way.
+    inside = store / "papers.jsonl"
+    inside.write_text('{"id": "x", "title": "A title", "abstract": "An abstract of several words here."}\n')
+    proc = run("ingest", "--rebuild", "--quiet", str(inside), storage=store)
+    assert proc.returncode == 2 and "inside the store folder" in proc.stderr and len(proc.stderr.splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["store"]
+

@@ -5,6 +5,7 @@ server URL's credentials are never shown."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -29,11 +30,12 @@ def _orphans(index: PaperIndex) -> set[str]:
     return set(index.chunk_paper_ids()) - set(index.fingerprints())
 
 
-def _run(args: list[str], storage: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+def _run(args: list[str], storage: Path, prefix: list[str] | None = None,
+         **extra: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_BOT_", "OPENAI_"))}
     env.update(RAG_BOT_STORAGE=str(storage), **extra)
-    return subprocess.run([str(BIN / "rag-bot"), *args], env=env, capture_output=True, text=True, timeout=240,
-                          cwd=storage.parent)
+    return subprocess.run([*(prefix or []), str(BIN / "rag-bot"), *args], env=env, capture_output=True, text=True,
+                          timeout=240, cwd=storage.parent)
 
 
 def _one_line(stream: str) -> str:
@@ -224,3 +226,184 @@ def test_credentials_in_the_chroma_url_are_never_shown(monkeypatch: pytest.Monke
     with pytest.raises(StoreError) as info:
         PaperIndex(Settings())
     assert "hunter2" not in str(info.value)
+
+
+# --- a store the user may not write (issue 19) ----------------------------------------------------------------
+def _as_a_user_chmod_binds() -> list[str]:
+    """A command prefix under which file permissions hold: root writes through any chmod (CAP_DAC_OVERRIDE), so
+    as root the command runs with that capability dropped from its bounding set (util-linux `setpriv`); another
+    user needs nothing."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: chmod cannot make a file read-only to root")
+    return [setpriv, "--bounding-set", "-dac_override"]
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("what", ["folder", "file"])
+def test_a_read_only_store_says_to_fix_the_permissions_not_to_rebuild(
+    tmp_path: Path, small_store: Path, what: str
+) -> None:
+    """A real read-only store: chmod on a copy (the whole folder, or only chroma.sqlite3), with the commands run
+    where chmod binds (see _as_a_user_chmod_binds); each command's one line names the permissions and the fix, never
+    `--rebuild`, and a rebuild of a read-only folder moves nothing (of a read-only file in a writable folder, it
+    works: the file is moved aside whole)."""
+    storage = tmp_path / "store"
+    shutil.copytree(small_store, storage)
+    corpus = tmp_path / "mini.txt"
+    shutil.copy(SEEDS / sorted(os.listdir(SEEDS))[0], corpus)
+    targets = [storage, *storage.rglob("*")] if what == "folder" else [storage / "chroma.sqlite3"]
+    modes = {p: p.stat().st_mode for p in targets}
+    before = _files(storage)
+    commands = [["ask", QUESTION], ["ingest", "--quiet", str(corpus)]]
+    if what == "folder":
+        commands.append(["ingest", "--rebuild", "--quiet", str(corpus)])
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_BOT_", "OPENAI_"))}
+    env["RAG_BOT_STORAGE"] = str(storage)
+    prefix = _as_a_user_chmod_binds()
+    for path, mode in modes.items():
+        path.chmod(mode & ~0o222)
+    try:  # the commands run side by side (each fails at open): seconds, not one start-up after another
+        procs = [subprocess.Popen([*prefix, str(BIN / "rag-bot"), *args], env=env, cwd=tmp_path, text=True,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE) for args in commands]
+        results = [(args, *proc.communicate(timeout=240)) for args, proc in zip(commands, procs)]
+    finally:
+        for path, mode in modes.items():
+            path.chmod(mode)
+    for args, out, err in results:
+        line = _one_line(err)
+        assert line.startswith(f"rag-bot: the store in the folder {storage} cannot be written: permission "
+                               f"denied"), (args, out, err)
+        assert f"chmod -R u+w {storage}" in line and "ingest --rebuild" not in line, line
+    assert [proc.returncode for proc in procs] == [1] * len(procs)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mini.txt", "store"], "nothing set aside"
+    assert _files(storage) == before
+
+
+# --- a Chroma server that dies (issue 19) ---------------------------------------------------------------------
+@pytest.fixture
+def killable_chroma(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A real `chroma run` server on a free port: (port, its process, for the test to kill). The caches of a
+    server's collection (lexicon, map) go to XDG_CACHE_HOME: a temporary folder here."""
+    from .conftest import free_port
+    from .test_index import _wait_heartbeat
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(BIN / "chroma"), "run", "--path", str(tmp_path / "server-data"), "--host", "127.0.0.1", "--port",
+         str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_heartbeat(port, proc)
+        yield port, proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
+def _server_store(tmp_path: Path, port: int, seed_list, embedder) -> Settings:
+    """Settings of a store on the server (a URL with credentials, which must never be shown), four seeds in it."""
+    settings = Settings(chroma_url=f"http://alice:s3cret@127.0.0.1:{port}", storage=tmp_path / "unused",
+                        data=tmp_path / "data")
+    PaperIndex(settings, embedder=embedder).ingest(seed_list[10:14])
+    return settings
+
+
+UNREACHABLE = "cannot reach the Chroma server at http://***@127.0.0.1:{}: it is unreachable"
+
+
+@pytest.mark.slow
+def test_a_chroma_server_killed_mid_batch_fails_each_question_in_one_line_and_the_batch_goes_on(
+    tmp_path: Path, seed_list, embedder, killable_chroma
+) -> None:
+    import json
+    import selectors
+
+    port, server = killable_chroma
+    settings = _server_store(tmp_path, port, seed_list, embedder)
+    batch = tmp_path / "questions.txt"
+    questions = [QUESTION, *(f"What does the collection say about {topic}?" for topic in
+                             ("federated learning", "LoRA adapters", "client drift", "model averaging", "privacy"))]
+    batch.write_text("\n".join(questions) + "\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_BOT_", "OPENAI_"))}
+    env.update(RAG_BOT_CHROMA_URL=str(settings.chroma_url), RAG_BOT_STORAGE=str(settings.storage))
+    proc = subprocess.Popen([str(BIN / "rag-bot"), "ask", "--json", "--batch", str(batch)], env=env, cwd=tmp_path,
+                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        selector = selectors.DefaultSelector()
+        selector.register(proc.stdout, selectors.EVENT_READ)  # type: ignore[arg-type]
+        assert selector.select(timeout=180), "no first answer within 180 s"
+        first = proc.stdout.readline()  # type: ignore[union-attr]
+        server.kill()  # mid-batch: the first answer is out, the next questions meet a dead server
+        server.wait()
+        rest, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, err
+    objects = [json.loads(line) for line in (first + rest).splitlines()]
+    assert [o["question"] for o in objects] == questions, "one object per question, in order"
+    assert "answer" in objects[0] and "error" not in objects[0]
+    failed = [o for o in objects if "error" in o]
+    assert len(failed) >= 4 and objects[-len(failed):] == failed, "every question after the kill fails"
+    for o in failed:
+        assert set(o) == {"question", "error"} and o["error"].startswith(UNREACHABLE.format(port)), o
+    lines = [line for line in err.splitlines() if line.strip()]
+    reported = [line for line in lines if line.startswith("rag-bot: question ")]
+    assert len(reported) == len(failed) and all(f" of {len(questions)} failed: " + UNREACHABLE.format(port) in line
+                                                for line in reported), lines
+    assert "Traceback" not in err and "unexpected error" not in err
+    assert "s3cret" not in rest + err + first
+
+
+@pytest.mark.slow
+def test_a_chroma_server_killed_under_serve_is_the_store_message_in_the_chat_and_503_on_v1(
+    tmp_path: Path, seed_list, embedder, killable_chroma
+) -> None:
+    import gradio as gr
+    import httpx
+
+    from rag_bot.api import create_api
+    from rag_bot.ui.base import Library, Shared
+    from rag_bot.ui.chat import ChatPanel
+    from rag_bot.ui.sources import SourcesPanel
+
+    from .test_api import _serve
+
+    port, server = killable_chroma
+    settings = _server_store(tmp_path, port, seed_list, embedder)
+    engine = Engine(settings, index=PaperIndex(settings, embedder=embedder))
+    library = Library(engine)
+    with gr.Blocks():
+        sources = SourcesPanel(library)
+        chat = ChatPanel(library, sources, Shared(status=gr.Markdown(), turns=gr.State([])))
+        chat.render()
+        sources.render()
+    base, api, thread = _serve(create_api(engine))
+    body = {"model": "rag-bot", "messages": [{"role": "user", "content": QUESTION}]}
+    try:
+        assert httpx.post(f"{base}/chat/completions", json=body, timeout=120).status_code == 200
+        server.kill()
+        server.wait()
+        for stream in (False, True):
+            reply = httpx.post(f"{base}/chat/completions", json=body | {"stream": stream}, timeout=120)
+            assert reply.status_code == 503, (stream, reply.text)
+            error = reply.json()["error"]
+            assert error["code"] == "store_unavailable" and error["message"].startswith(UNREACHABLE.format(port))
+            assert "s3cret" not in reply.text
+    finally:
+        api.should_exit = True
+        thread.join(timeout=10)
+    with pytest.warns(UserWarning, match="^" + UNREACHABLE.format(port).replace("*", r"\*")):
+        updates = list(chat.respond(QUESTION, [], [], "Auto", 6))
+    shown = updates[-1][chat.chatbot][-1]["content"]
+    assert UNREACHABLE.format(port) in shown and "Sorry" not in shown and "s3cret" not in shown
+    with pytest.raises(gr.Error, match="cannot reach the Chroma server"):
+        chat.ask_api()(QUESTION)
