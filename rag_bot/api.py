@@ -119,28 +119,40 @@ def conversation(messages: Any, mode: Mode | None) -> tuple[str, list[Turn]]:
 
 # --- answers -> OpenAI shapes ------------------------------------------------------------------------------
 def references(answer: Answer) -> str:
-    """The References list appended to the answer text ('' when nothing is cited)."""
+    """The References list appended to the answer text ('' when nothing is cited), its titles and ids made safe
+    for Markdown clients (`rag_bot.sanitize`)."""
+    from rag_bot.sanitize import markdown_safe
+
     if not answer.citations:
         return ""
-    lines = [f"[{c.n}] {c.title} ({c.doc_id})" for c in answer.citations]
+    lines = [markdown_safe(f"[{c.n}] {c.title} ({c.doc_id})") for c in answer.citations]
     return f"\n\n{REFERENCES_HEADING}:\n" + "\n".join(lines)
 
 
 def extension(answer: Answer) -> dict[str, Any]:
-    """The `rag_bot` extension field: the JSON contract's citations, grounded and retrieved, the mode, a notice."""
-    data = answer.to_json()
+    """The `rag_bot` extension field: the JSON contract's citations, grounded and retrieved, the mode, a notice;
+    their titles, quotes and notice made safe for Markdown clients, any url http(s) only (`rag_bot.sanitize`)."""
+    from rag_bot.sanitize import markdown_safe, safe_url
+
+    def safe(entry: dict[str, Any]) -> dict[str, Any]:
+        # Ids and scores pass as they are (a client sends an id back); text a client may render does not.
+        return {k: markdown_safe(v) if k in ("title", "quote") and isinstance(v, str)
+                else safe_url(v if isinstance(v, str) else None) if k == "url" else v for k, v in entry.items()}
+
     return {
-        "citations": data["citations"],
+        "citations": [safe(c.model_dump()) for c in answer.citations],  # as in the JSON contract (`to_json`)
         "grounded": answer.grounded,
-        "retrieved": data["retrieved"],
+        "retrieved": [safe(r) for r in answer.retrieved],
         "mode": answer.mode,
         "llm": answer.llm,
-        "notice": answer.notice,
+        "notice": markdown_safe(answer.notice) if answer.notice else answer.notice,
     }
 
 
 def completion(answer: Answer, model: str) -> dict[str, Any]:
-    """A `chat.completion` object."""
+    """A `chat.completion` object, its text made safe for Markdown clients (`rag_bot.sanitize`)."""
+    from rag_bot.sanitize import markdown_safe
+
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex}",
         "object": "chat.completion",
@@ -149,7 +161,8 @@ def completion(answer: Answer, model: str) -> dict[str, Any]:
         "system_fingerprint": None,
         "choices": [{
             "index": 0,
-            "message": {"role": "assistant", "content": answer.answer + references(answer), "refusal": None},
+            "message": {"role": "assistant", "content": markdown_safe(answer.answer + references(answer)),
+                        "refusal": None},
             "logprobs": None,
             "finish_reason": "stop",
         }],
@@ -170,23 +183,33 @@ def _chunk(cid: str, created: int, model: str, delta: dict[str, Any], finish: st
 def sse(events: Iterator[str | Answer], first: str | Answer | None, model: str) -> Iterator[str]:
     """Server-sent events of a streamed answer: text deltas, the References list, then a final chunk with
     `finish_reason` "stop" and the `rag_bot` field, then `data: [DONE]`."""
+    from rag_bot.sanitize import MarkdownStream
+
     cid, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
     yield _chunk(cid, created, model, {"role": "assistant", "content": ""})
     shown: list[str] = []
     answer: Answer | None = None
+    # The deltas sanitised as one text (the same as the unstreamed answer's): an image or a tag split across
+    # deltas is held back until it is whole.
+    safe = MarkdownStream()
     try:
         for event in _chain([first] if first is not None else [], events):
             if isinstance(event, Answer):
                 answer = event
             elif event:
                 shown.append(event)
-                yield _chunk(cid, created, model, {"content": event})
+                if piece := safe.feed(event):
+                    yield _chunk(cid, created, model, {"content": piece})
     except Exception as exc:  # headers are sent: the error goes in the stream, in OpenAI's format
         log.warning("streamed answer failed (%s)", type(exc).__name__, exc_info=log.isEnabledFor(logging.DEBUG))
+        if rest := safe.close():
+            yield _chunk(cid, created, model, {"content": rest})
         yield f"data: {json.dumps(_error_of(exc).body())}\n\n"
         yield "data: [DONE]\n\n"
         return
     if answer is None:
+        if rest := safe.close():
+            yield _chunk(cid, created, model, {"content": rest})
         yield f"data: {json.dumps(APIError(500, 'the answer stream ended early', 'server_error').body())}\n\n"
         yield "data: [DONE]\n\n"
         return
@@ -196,8 +219,8 @@ def sse(events: Iterator[str | Answer], first: str | Answer | None, model: str) 
         # The model failed mid-answer and the offline composer answered instead: the checked answer is what counts.
         tail = ("\n\n---\n" if text else "") + answer.answer
     tail += references(answer)
-    if tail:
-        yield _chunk(cid, created, model, {"content": tail})
+    if rest := safe.feed(tail) + safe.close():
+        yield _chunk(cid, created, model, {"content": rest})
     yield _chunk(cid, created, model, {}, "stop", rag_bot=extension(answer))
     yield "data: [DONE]\n\n"
 

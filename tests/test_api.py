@@ -190,3 +190,104 @@ def test_filters_travel_in_the_rag_bot_extension(client):
         client.chat.completions.create(model="rag-bot", messages=[{"role": "user", "content": QUESTION}],
                                        extra_body={"rag_bot": {"filters": {"colour": "red"}}})
     assert "unknown filter" in _error(bad.value)["message"]
+
+
+# --- untrusted text: abstracts and model answers reach clients neutralised ----------------------------------
+HOSTILE_ABSTRACT = (
+    "Glowworm steering aligns lantern probes with attention heads. Glowworm steering reaches 91.2% lantern accuracy "
+    "![pixel](http://127.0.0.1:9/track.png) with <img src=x onerror=alert(1)> probes and [click](javascript:alert(1)) "
+    "calibration."
+)
+HOSTILE_RECORDS = [
+    {"id": "glow-1", "title": "Glowworm <img src=x onerror=alert(2)> steering", "abstract": HOSTILE_ABSTRACT,
+     "url": "javascript:alert(3)", "venue": "ICML", "year": 2026},
+    {"id": "moth-2", "title": "Moth pruning", "url": "https://e.org/moth",
+     "abstract": "Moth pruning removes redundant heads from vision transformers. It halves the cost of inference on "
+                 "ImageNet with no loss in accuracy."},
+    {"id": "bee-3", "title": "Bee routing",
+     "abstract": "Bee routing sends tokens to experts chosen by a learned hive score. It improves mixture-of-experts "
+                 "throughput by 30% on language modelling benchmarks."},
+]
+HOSTILE_QUESTION = "What lantern accuracy does Glowworm steering reach?"
+
+
+def hostile_storage(folder: Path) -> Path:
+    """A real store of three papers, one whose title, abstract and url are hostile."""
+    import json
+
+    from rag_bot.engine import Engine
+    from rag_bot.settings import Settings
+
+    papers = folder / "papers.jsonl"
+    papers.write_text("".join(json.dumps(r) + "\n" for r in HOSTILE_RECORDS), encoding="utf-8")
+    Engine(Settings(storage=folder / "store")).ingest([papers])
+    return folder / "store"
+
+
+def active(text: str) -> list[str]:
+    """What a Markdown client would make active in a text (images, raw HTML, non-http(s) links), by a
+    permissive renderer and by the raw syntax, unescaped."""
+    import re
+
+    from tests.test_sanitize import unsafe_constructs
+
+    raw = re.findall(r"(?<!\\)!\[|(?<!\\)<(?:img|script)|\]\(javascript:", text)
+    return unsafe_constructs(text) + raw
+
+
+def _ask_both(client: openai.OpenAI, question: str) -> tuple[Any, str, dict[str, Any]]:
+    """The non-streamed reply, the streamed text and the streamed `rag_bot` field of one question."""
+    reply = client.chat.completions.create(model="rag-bot", messages=[{"role": "user", "content": question}])
+    chunks = list(client.chat.completions.create(model="rag-bot", messages=[{"role": "user", "content": question}],
+                                                 stream=True))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    return reply, text, chunks[-1].model_extra["rag_bot"]
+
+
+@pytest.fixture(scope="module")
+def hostile_client(tmp_path_factory) -> Iterator[openai.OpenAI]:
+    from rag_bot.api import create_api
+    from rag_bot.engine import Engine
+    from rag_bot.settings import Settings
+
+    engine = Engine(Settings(storage=hostile_storage(tmp_path_factory.mktemp("hostile"))))
+    url, server, thread = _serve(create_api(engine))
+    yield openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=120)
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def test_a_hostile_abstract_comes_back_neutralised_streamed_or_not(hostile_client):
+    reply, streamed, streamed_extra = _ask_both(hostile_client, HOSTILE_QUESTION)
+    content = reply.choices[0].message.content or ""
+    extra = reply.model_extra["rag_bot"]
+    assert streamed == content and streamed_extra["citations"] == extra["citations"]
+    citation = extra["citations"][0]
+    assert citation["doc_id"] == "glow-1" and "[1]" in content and "References:" in content
+    assert "91.2% lantern accuracy" in content and "91.2% lantern accuracy" in citation["quote"]
+    assert "Glowworm" in citation["title"] and "(glow-1)" in content.split("References:")[1]
+    assert "http://127.0.0.1:9/track.png" in content  # the image's URL stays readable, as text or a link
+    for text in (content, citation["title"], citation["quote"]):
+        assert active(text) == [], text
+
+
+def test_an_llm_answer_with_an_image_is_neutralised(llm_engine, stub):
+    from rag_bot.api import create_api
+    from tests.openai_stub import Reply
+
+    # Written by the model, streamed to rag-bot in 3-character pieces: each construct arrives split.
+    stub.default = lambda body: Reply(text="CorrSteer selects features by correlation [1]. "
+                                           "![seen](http://127.0.0.1:9/llm.png) <img src=x onerror=alert(1)> "
+                                           "[more](javascript:alert(1)) and <script>alert(2)</script>.")
+    url, server, thread = _serve(create_api(llm_engine()))
+    try:
+        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=120)
+        reply, streamed, _ = _ask_both(client, QUESTION)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    content = reply.choices[0].message.content or ""
+    assert reply.model_extra["rag_bot"]["llm"] != "offline"  # the model's own text
+    assert "CorrSteer selects features by correlation [1]" in content and "CorrSteer" in streamed
+    for text in (content, streamed):
+        assert active(text) == [], text

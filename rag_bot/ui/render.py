@@ -9,10 +9,12 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from functools import lru_cache
 from itertools import islice
 from typing import Any
 
 from rag_bot.collection_map import CollectionMap
+from rag_bot.sanitize import html_safe, markdown_safe, safe_url
 from rag_bot.text import clean_markup, mask_credentials, split_sentences
 from rag_bot.types import Answer, Mode, Paper, Turn
 
@@ -20,8 +22,6 @@ from rag_bot.types import Answer, Mode, Paper, Turn
 MODES: dict[str, Mode | None] = {"Auto": None, "Ask": "ask", "Summarize an area": "summary", "Compare": "compare"}
 MODE_NAMES: dict[Mode, str] = {"ask": "Ask", "summary": "Summarize an area", "compare": "Compare"}
 _CITE = re.compile(r"\[(\d+)\]")
-# `![` starts a Markdown image (inline `![x](url)` or reference `![x][ref]`); its `!` as an entity is plain text.
-_IMAGE = re.compile(r"!(?=\[)")
 # The paper table shows at most this many rows (the rest is reached by searching): every row is shipped to the
 # browser in the page config. At 22,186 papers all rows took 3.05 MB of a 6.78 MB page config and ~1.6 s of the
 # chat's start; 200 rows take 29 kB.
@@ -46,10 +46,11 @@ def chosen_mode(label: str | None) -> Mode | None:
 
 
 def markdown_text(text: str) -> str:
-    """Text (from the corpus, the user or a model) made safe for a Markdown renderer: HTML escaped, image
-    syntax neutralised (a `![x](http://...)` would make every reader's browser fetch the URL) and any
-    `user:password@` of a URL masked. Links stay links: they load nothing until clicked."""
-    return _IMAGE.sub("&#33;", html.escape(mask_credentials(text), quote=False))
+    """Text (from the corpus, the user or a model) made safe for the chat's Markdown renderer by the shared
+    rules (`rag_bot.sanitize.html_safe`): HTML escaped, image syntax and non-http(s) link destinations
+    neutralised (a `![x](http://...)` would make every reader's browser fetch the URL), any `user:password@` of
+    a URL masked. http(s) links stay links: they load nothing until clicked."""
+    return html_safe(text)
 
 
 def answer_html(text: str, turn: int) -> str:
@@ -85,11 +86,6 @@ def highlight_quote(abstract: str, quote: str) -> str:
         return html.escape(text)
     end = start + len(quote)
     return f"{html.escape(text[:start])}<mark>{html.escape(text[start:end])}</mark>{html.escape(text[end:])}"
-
-
-def safe_url(url: str | None) -> str | None:
-    """A link only if it is http(s): a `javascript:` URL in a record must not become a link."""
-    return url if url and re.match(r"https?://", url, re.IGNORECASE) else None
 
 
 def paper_url(paper: Paper | None) -> str | None:
@@ -345,14 +341,32 @@ def conversation_label(title: str, updated: float, turns: int) -> str:
 
 PERMALINK_STYLE = (
     "body{font-family:system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;line-height:1.5}"
-    ".answer{white-space:pre-wrap}.quote{opacity:.8;font-size:.9em;margin:.2rem 0 .8rem 1rem}"
-    ".meta{opacity:.7;font-size:.85em}"
+    ".answer table{border-collapse:collapse}.answer th,.answer td{border:1px solid #ccc;padding:.2rem .5rem}"
+    ".quote{opacity:.8;font-size:.9em;margin:.2rem 0 .8rem 1rem}.meta{opacity:.7;font-size:.85em}"
 )
 
 
+def saved_answer_html(text: str) -> str:
+    """A saved answer's Markdown as HTML, as the chat shows it (headings, emphasis, lists, tables, line breaks)
+    under the shared rules: raw HTML shown as text, images not rendered (their `!` stays text and the link a
+    link), only http(s) or in-page links, credentials masked."""
+    return _saved_markdown().render(markdown_safe(mask_credentials(text)))
+
+
+@lru_cache(maxsize=1)
+def _saved_markdown() -> Any:
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark", {"html": False, "breaks": True}).enable(["table", "strikethrough"])
+    md.disable("image")
+    md.validateLink = lambda url: safe_url(url) is not None or url.startswith("#")  # type: ignore[method-assign]
+    return md
+
+
 def permalink_page(turn: Turn | None, papers: Mapping[str, Paper], when: float | None = None) -> str:
-    """The read-only page of one saved answer: question, answer, notice and references, everything escaped
-    (corpus text and questions are untrusted); a short "not found" page for None."""
+    """The read-only page of one saved answer: question, notice and references escaped, the answer's Markdown
+    rendered by `saved_answer_html` (corpus text, model text and questions are untrusted); a short "not found"
+    page for None."""
     head = (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="robots" content="noindex">'
             f"<title>rag-bot answer</title><style>{PERMALINK_STYLE}</style></head><body>")
     if turn is None:
@@ -367,7 +381,7 @@ def permalink_page(turn: Turn | None, papers: Mapping[str, Paper], when: float |
     if answer is None:
         parts.append("<p>(no answer was saved)</p>")
     else:
-        parts.append(f'<div class="answer">{html.escape(mask_credentials(answer.answer))}</div>')
+        parts.append(f'<div class="answer">{saved_answer_html(answer.answer)}</div>')
         if answer.notice:
             parts.append(f"<p><em>{html.escape(mask_credentials(answer.notice))}</em></p>")
         if answer.citations:
