@@ -116,10 +116,15 @@ def build_mcp(engine: Any) -> MCPServer:
             hits = engine.retriever.retrieve_papers(question, top_k=top_k, filters=filters)
         except Exception as exc:
             raise _tool_error(exc) from exc
-        return SearchResult(question=question, papers=[
-            PaperHit(rank=i, doc_id=s.paper.doc_id, title=s.paper.title, score=round(s.score, 6),
-                     similarity=round(s.similarity, 4), venue=s.paper.venue, year=s.paper.year,
-                     authors=s.paper.authors, source=s.paper.source, url=s.paper.url)
+        from rag_bot.sanitize import markdown_safe, safe_url
+
+        # Corpus text reaches agents and their users under the chat's rules (`rag_bot.sanitize`); ids pass as
+        # they are (an agent sends them back).
+        return SearchResult(question=markdown_safe(question), papers=[
+            PaperHit(rank=i, doc_id=s.paper.doc_id, title=markdown_safe(s.paper.title), score=round(s.score, 6),
+                     similarity=round(s.similarity, 4), venue=s.paper.venue and markdown_safe(s.paper.venue),
+                     year=s.paper.year, authors=[markdown_safe(a) for a in s.paper.authors], source=s.paper.source,
+                     url=safe_url(s.paper.url))
             for i, s in enumerate(hits, start=1)
         ])
 
@@ -132,6 +137,7 @@ def build_mcp(engine: Any) -> MCPServer:
     def ask(question: str, mode: Literal["auto", "ask", "summary", "compare"] = "auto", venue: str | None = None,
             year: str | int | None = None, author: str | None = None, source: str | None = None) -> AskResult:
         from rag_bot.api import references
+        from rag_bot.sanitize import markdown_safe
 
         try:
             filters = Filters.parse(venue=venue, year=_year(year), author=author, source=source)
@@ -141,8 +147,11 @@ def build_mcp(engine: Any) -> MCPServer:
             answer = engine.ask(question, mode=None if mode == "auto" else mode, filters=filters)
         except Exception as exc:
             raise _tool_error(exc) from exc
-        return AskResult(question=answer.question, mode=answer.mode, answer=answer.answer + references(answer),
-                         grounded=answer.grounded, citations=answer.citations, notice=answer.notice)
+        citations = [c.model_copy(update={"title": markdown_safe(c.title), "quote": markdown_safe(c.quote)})
+                     for c in answer.citations]
+        return AskResult(question=markdown_safe(answer.question), mode=answer.mode,
+                         answer=markdown_safe(answer.answer + references(answer)), grounded=answer.grounded,
+                         citations=citations, notice=answer.notice and markdown_safe(answer.notice))
 
     @server.tool(description="The abstract and metadata of one paper, by its doc_id (from search_papers or ask).")
     def get_paper(doc_id: str) -> PaperDetail:
@@ -152,9 +161,13 @@ def build_mcp(engine: Any) -> MCPServer:
             raise _tool_error(exc) from exc
         if paper is None:
             raise ToolError(f"unknown doc_id {doc_id!r}: search_papers gives the ids of the collection's papers")
-        return PaperDetail(doc_id=paper.doc_id, title=paper.title, abstract=clean_markup(paper.text),
-                           source=paper.source, venue=paper.venue, year=paper.year, authors=paper.authors,
-                           url=paper.url, links=paper.links)
+        from rag_bot.sanitize import markdown_safe, safe_url
+
+        links = [url for url in map(safe_url, paper.links) if url]
+        return PaperDetail(doc_id=paper.doc_id, title=markdown_safe(paper.title),
+                           abstract=markdown_safe(clean_markup(paper.text)), source=paper.source,
+                           venue=paper.venue and markdown_safe(paper.venue), year=paper.year,
+                           authors=[markdown_safe(a) for a in paper.authors], url=safe_url(paper.url), links=links)
 
     return server
 

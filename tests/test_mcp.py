@@ -143,3 +143,62 @@ def test_api_and_mcp_mount_beside_the_chat(engine):
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+async def _hostile_calls(url: str) -> dict[str, Any]:
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    from tests.test_api import HOSTILE_QUESTION
+
+    async with streamable_http_client(url) as streams, ClientSession(streams[0], streams[1]) as session:
+        await session.initialize()
+        return {
+            "search": _structured(await session.call_tool("search_papers", {"question": HOSTILE_QUESTION})),
+            "ask": _structured(await session.call_tool("ask", {"question": HOSTILE_QUESTION})),
+            "paper": _structured(await session.call_tool("get_paper", {"doc_id": "glow-1"})),
+        }
+
+
+def test_mcp_returns_a_hostile_abstract_neutralised(tmp_path):
+    """A store whose abstract holds an image, a raw <img onerror> and a javascript: link, asked over streamable
+    HTTP: no tool returns them active, and the words and citation still come back."""
+    import threading
+    import time
+
+    import uvicorn
+    from fastapi import FastAPI
+
+    from rag_bot.engine import Engine
+    from rag_bot.mcp_server import mount_mcp
+    from rag_bot.settings import Settings
+    from tests.conftest import free_port
+    from tests.test_api import active, hostile_storage
+
+    engine = Engine(Settings(storage=hostile_storage(tmp_path)))
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(mount_mcp(FastAPI(), engine), host="127.0.0.1", port=port,
+                                           log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert time.monotonic() < deadline and thread.is_alive()
+            time.sleep(0.05)
+        calls = asyncio.run(asyncio.wait_for(_hostile_calls(f"http://127.0.0.1:{port}/mcp"), timeout=120))
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+    hits = {p["doc_id"]: p for p in calls["search"]["papers"]}
+    assert hits["glow-1"]["rank"] == 1 and "Glowworm" in hits["glow-1"]["title"]
+    assert hits["glow-1"]["url"] is None and hits["moth-2"]["url"] == "https://e.org/moth"  # javascript: dropped
+    ask, paper = calls["ask"], calls["paper"]
+    assert ask["grounded"] and ask["citations"][0]["doc_id"] == "glow-1" and "(glow-1)" in ask["answer"]
+    assert "91.2% lantern accuracy" in ask["answer"] and "91.2% lantern accuracy" in paper["abstract"]
+    assert paper["url"] is None and paper["links"] and all(link.startswith("http") for link in paper["links"])
+    texts = [hits["glow-1"]["title"], ask["answer"], ask["citations"][0]["title"], ask["citations"][0]["quote"],
+             paper["title"], paper["abstract"]]
+    for text in texts:
+        assert active(text) == [], text
