@@ -263,9 +263,10 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     engine = Engine(settings)
     try:
         counts = import_collection(engine.index, path)
-    except ValueError as exc:
-        return _fail(str(exc), 2)
-    print(f"Imported {counts['papers']} papers and {counts['chunks']} chunks from {path}. "
+    except ValueError as exc:  # the file is not sound: nothing was written
+        return _fail(f"{exc}; nothing was imported", 2)
+    replaced = f" ({counts['replaced']} replaced)" if counts.get("replaced") else ""
+    print(f"Imported {counts['papers']} papers{replaced} and {counts['chunks']} chunks from {path}. "
           f"The index holds {engine.index.count()} papers.")
     return 0
 
@@ -287,6 +288,7 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
     """Check the store: exit 0 when healthy, else 1 with the fix."""
+    from rag_bot.embedding import DIMENSIONS
     from rag_bot.index import PaperIndex, store_label
 
     print(f"store: {store_label(settings)}")
@@ -306,13 +308,29 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
         problems.append(f"{len(health.papers_without_chunks)} papers have no chunks ({shown}{more})")
     if health.stale:
         problems.append(f"{health.stale} papers were indexed with another model or chunking")
-    if not problems:
+    # Records no ingest rewrites (their fingerprints match the sources): fixed by a sound import or a rebuild.
+    broken = []
+    if health.unreadable:
+        shown = "; ".join(f"{d}: {why}" for d, why in list(health.unreadable.items())[:5])
+        more = "" if len(health.unreadable) <= 5 else "; ..."
+        broken.append(f"{len(health.unreadable)} papers have metadata that cannot be read, so questions skip "
+                      f"them ({shown}{more})")
+    for name, dimension in health.wrong_dimension.items():
+        shown = ", ".join(health.sample_ids.get(name, []))
+        broken.append(f"every record of the {name} collection has {dimension}-dimensional vectors; the model makes "
+                      f"{DIMENSIONS} (e.g. {shown}), so every question fails")
+    if not problems and not broken:
         print("healthy" if health.papers else "healthy (empty: run `rag-bot ingest`)")
         return 0
-    for problem in problems:
+    for problem in problems + broken:
         print(f"problem: {problem}")
-    print("fix: run `rag-bot ingest` with the same sources (it finishes what is missing); "
-          "if that fails, run `rag-bot ingest --rebuild` to rebuild the store from the sources")
+    if problems:
+        print("fix: run `rag-bot ingest` with the same sources (it finishes what is missing); "
+              "if that fails, run `rag-bot ingest --rebuild` to rebuild the store from the sources")
+    if broken:
+        print("fix: run `rag-bot ingest --rebuild` with the sources (the store is moved aside, never deleted), or "
+              "import a sound file exported by this rag-bot into a new store "
+              "(`rag-bot --storage NEW_FOLDER import FILE`); re-importing a sound file also replaces unreadable papers")
     return 1
 
 

@@ -39,8 +39,9 @@ from chromadb.errors import ChromaError
 from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import BaseNode, Document, NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.vector_stores.chroma import ChromaVectorStore
+from pydantic import ValidationError
 
-from rag_bot.embedding import MODEL_NAME, MiniLMEmbedding
+from rag_bot.embedding import DIMENSIONS, MODEL_NAME, MiniLMEmbedding
 from rag_bot.errors import StoreError
 from rag_bot.settings import Settings
 from rag_bot.text import clean_markup, mask_credentials
@@ -220,10 +221,15 @@ class Health:
     orphan_chunks: int = 0  # chunks whose paper record is missing
     papers_without_chunks: list[str] = field(default_factory=list)
     stale: int = 0  # papers indexed with another model or chunking
+    unreadable: dict[str, str] = field(default_factory=dict)  # doc_id -> why its metadata cannot be read
+    # "papers"/"chunks" -> the dimension its vectors have, when it is not the model's (every question fails)
+    wrong_dimension: dict[str, int] = field(default_factory=dict)
+    sample_ids: dict[str, list[str]] = field(default_factory=dict)  # a few ids of each collection with them
 
     @property
     def healthy(self) -> bool:
-        return not (self.orphan_chunks or self.papers_without_chunks or self.stale)
+        return not (self.orphan_chunks or self.papers_without_chunks or self.stale or self.unreadable
+                    or self.wrong_dimension)
 
 
 # The answer-time cache of sentence vectors (rag_bot/sentences.py) is the store's third collection,
@@ -248,19 +254,21 @@ def _paper_metadata(paper: Paper, fingerprint: str) -> dict[str, Any]:
 
 
 def paper_from_record(doc_id: str, text: str, meta: dict[str, Any]) -> Paper:
-    """A `Paper` back from its Chroma record."""
-    return Paper(
-        doc_id=doc_id,
-        title=meta.get("title", doc_id),
-        text=text,
-        source=meta.get("source", ""),
-        aliases=json.loads(meta.get("aliases", "[]")),
-        links=json.loads(meta.get("links", "[]")),
-        authors=json.loads(meta.get("authors", "[]")),
-        venue=meta.get("venue"),
-        year=meta.get("year"),
-        url=meta.get("url"),
-    )
+    """A `Paper` back from its Chroma record; a one-line ValueError naming the field when its metadata cannot be
+    read (the import checks every paper with this very function, so what it lets in can be read back)."""
+    lists: dict[str, Any] = {}
+    for key in ("aliases", "links", "authors"):  # stored as JSON text (Chroma metadata values are scalars)
+        try:
+            lists[key] = json.loads(meta.get(key, "[]"))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"its {key!r} metadata is not valid JSON ({exc})") from None
+    try:
+        return Paper(doc_id=doc_id, title=meta.get("title", doc_id), text=text, source=meta.get("source", ""),
+                     venue=meta.get("venue"), year=meta.get("year"), url=meta.get("url"), **lists)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ValueError(f"its {where!r} metadata is not usable ({first['msg']})") from None
 
 
 class PaperIndex:
@@ -429,15 +437,37 @@ class PaperIndex:
             os.close(fd)
 
     def health(self) -> Health:
-        """Counts and inconsistencies of the store (for `rag-bot doctor`)."""
-        fingerprints = self.fingerprints()
+        """Counts and inconsistencies of the store (for `rag-bot doctor`): one pass over the papers' metadata (in
+        batches: each is read as a question reads it) and the chunks', and one vector of each collection."""
+        fingerprints: dict[str, str] = {}
+        unreadable: dict[str, str] = {}
+        for batch in self._iter_records(include=["metadatas"]):
+            for doc_id, meta in zip(batch["ids"], batch["metadatas"] or []):
+                meta = dict(meta or {})
+                fingerprints[doc_id] = str(meta.get("fingerprint", ""))
+                try:
+                    paper_from_record(doc_id, "", meta)
+                except ValueError as exc:
+                    unreadable[doc_id] = str(exc)
         per_paper = self.chunk_paper_ids()
+        # Chroma fixes a collection's dimension at its first write and refuses any other afterwards, so one vector
+        # tells the dimension of all (a sample of one is exact); a few ids show the user which records.
+        wrong: dict[str, int] = {}
+        samples: dict[str, list[str]] = {}
+        for name, collection in (("papers", self.papers), ("chunks", self.chunks)):
+            got = collection.get(include=["embeddings"], limit=5)
+            vectors = got["embeddings"]
+            if vectors is not None and len(vectors) and len(vectors[0]) != DIMENSIONS:
+                wrong[name], samples[name] = len(vectors[0]), list(got["ids"])
         return Health(
             papers=len(fingerprints),
             chunks=sum(per_paper.values()),
             orphan_chunks=sum(n for d, n in per_paper.items() if d not in fingerprints),
             papers_without_chunks=sorted(d for d in fingerprints if d not in per_paper),
             stale=sum(1 for fp in fingerprints.values() if not fp.endswith(f":{self.index_version}")),
+            unreadable=unreadable,
+            wrong_dimension=wrong,
+            sample_ids=samples,
         )
 
     def fingerprints(self) -> dict[str, str]:
@@ -458,7 +488,10 @@ class PaperIndex:
         papers: list[Paper] = []
         for batch in self._iter_records(include=["documents", "metadatas"]):
             for doc_id, text, meta in zip(batch["ids"], batch["documents"] or [], batch["metadatas"] or []):
-                papers.append(paper_from_record(doc_id, text or "", dict(meta or {})))
+                try:
+                    papers.append(paper_from_record(doc_id, text or "", dict(meta or {})))
+                except ValueError as exc:  # one malformed record must not stop every question
+                    log.warning("paper %s skipped: %s; run `rag-bot doctor`", doc_id, exc)
         return papers
 
     def paper_vectors(self, doc_ids: Sequence[str]) -> dict[str, list[float]]:

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from rag_bot.index import PaperIndex
+from rag_bot.index import PaperIndex, paper_from_record
 from rag_bot.text import clean_markup
 from rag_bot.types import Paper
 
@@ -171,12 +171,12 @@ def _read_records(index: PaperIndex) -> list[tuple[str, list[Any]]]:
     out = []
     for batch in index._iter_records(include=["documents", "metadatas"]):
         for doc_id, text, meta in zip(batch["ids"], batch["documents"] or [], batch["metadatas"] or []):
-            meta = dict(meta or {})
-            out.append((doc_id, [
-                meta.get("title", doc_id), text or "", meta.get("source", ""),
-                json.loads(meta.get("aliases", "[]")), json.loads(meta.get("links", "[]")),
-                json.loads(meta.get("authors", "[]")), meta.get("venue"), meta.get("year"), meta.get("url"),
-            ]))
+            try:  # read as every other reader reads a paper (index.paper_from_record)
+                paper = paper_from_record(doc_id, text or "", dict(meta or {}))
+            except ValueError as exc:  # one malformed record must not stop every question
+                log.warning("paper %s skipped: %s; run `rag-bot doctor`", doc_id, exc)
+                continue
+            out.append((doc_id, [getattr(paper, name) for name in _FIELDS]))
     return out
 
 

@@ -333,3 +333,51 @@ def test_a_mistyped_ingest_path_is_one_line_exit_2_and_the_store_is_untouched(ru
     assert proc.returncode == 2 and "inside the store folder" in proc.stderr and len(proc.stderr.splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["store"]
 
+
+# --- doctor notices what breaks every question, and one unreadable paper breaks none (issue 19) --------------------
+
+def _copy_store(seed_storage: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    store = tmp_path / "store"
+    shutil.copytree(seed_storage, store)
+    return store
+
+
+def test_a_paper_whose_metadata_cannot_be_read_is_skipped_and_doctor_names_it(run, engine, seed_storage, tmp_path):
+    from rag_bot.index import PaperIndex
+    from rag_bot.settings import Settings
+
+    store = _copy_store(seed_storage, tmp_path)
+    kept = paper_with(engine, "CorrSteer")
+    broken = next(p for p in sorted(engine.papers) if p != kept)
+    index = PaperIndex(Settings(storage=store))
+    index.papers.update(ids=[broken], metadatas=[{"authors": '["Ada Lovelace", '}])  # cut JSON text
+    index.record_write()  # as an import leaves it: readers rebuild their caches from the records
+    proc = run("ask", "--json", "What does CorrSteer gain on HarmBench?", storage=store)
+    assert proc.returncode == 0, proc.stderr
+    assert kept in [c["doc_id"] for c in _objects(proc.stdout)[0]["citations"]]
+    assert f"paper {broken} skipped" in proc.stderr and "'authors'" in proc.stderr, proc.stderr
+    doctor = run("doctor", storage=store)
+    assert doctor.returncode == 1, doctor.stdout
+    problem = next(line for line in doctor.stdout.splitlines() if "cannot be read" in line)
+    assert broken in problem and "'authors'" in problem and "not valid JSON" in problem
+    assert "fix:" in doctor.stdout and "import" in doctor.stdout and "--rebuild" in doctor.stdout
+
+
+def test_doctor_finds_vectors_of_another_dimension(run, engine, tmp_path):
+    from rag_bot.index import PaperIndex
+    from rag_bot.settings import Settings
+
+    store = tmp_path / "store"
+    index = PaperIndex(Settings(storage=store))
+    for source, target in ((engine.index.chunks, index.chunks), (engine.index.papers, index.papers)):
+        got = source.get(include=["documents", "metadatas", "embeddings"])
+        target.upsert(ids=got["ids"], documents=got["documents"], metadatas=got["metadatas"],
+                      embeddings=[list(v[:256]) for v in got["embeddings"]])  # as another model embeds them
+    doctor = run("doctor", storage=store)
+    assert doctor.returncode == 1, doctor.stdout
+    problems = [line for line in doctor.stdout.splitlines() if "256-dimensional" in line]
+    assert len(problems) == 2 and all("384" in line for line in problems), doctor.stdout
+    assert any(engine.index.papers.get(limit=1)["ids"][0] in line for line in problems), "names ids"
+    assert "--rebuild" in doctor.stdout

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -393,3 +394,21 @@ def test_rebuild_refuses_while_an_ingest_holds_the_lock_and_moves_nothing(
     assert not [p for p in tmp_path.iterdir() if ".broken-" in p.name]
     assert _listing(storage) == before
     assert _index(storage, embedder).count() == 2
+
+
+def test_a_paper_whose_metadata_cannot_be_read_is_skipped_and_reported(
+        tmp_path: Path, seed_list, embedder, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One malformed record (here its aliases are not JSON) used to make every read of the papers fail."""
+    index = _index(tmp_path / "store", embedder)
+    index.ingest(seed_list[:3])
+    broken = seed_list[1].doc_id
+    index.papers.update(ids=[broken], metadatas=[{"aliases": "{not json"}])
+    # The CLI's logging set-up stops propagation at "rag_bot"; caplog listens at the root.
+    monkeypatch.setattr(logging.getLogger("rag_bot"), "propagate", True)
+    with caplog.at_level(logging.WARNING, logger="rag_bot.index"):
+        papers = index.all_papers()
+    assert sorted(p.doc_id for p in papers) == sorted(p.doc_id for p in seed_list[:3] if p.doc_id != broken)
+    assert any(broken in r.getMessage() and "'aliases'" in r.getMessage() for r in caplog.records)
+    health = index.health()
+    assert not health.healthy and list(health.unreadable) == [broken]
+    assert "'aliases'" in health.unreadable[broken] and not health.wrong_dimension
