@@ -786,6 +786,55 @@ def test_permalink_page_and_saved_messages_escape_everything() -> None:
     assert messages[1]["content"] == answer_message(answer, 1) + permalink_html("tok")
 
 
+def test_a_permalink_page_renders_the_saved_markdown_safely(engine, tmp_path) -> None:
+    """A saved answer's page, fetched over HTTP: its Markdown rendered as in the chat (no raw `**`, `###`), an
+    image or a raw <img> in it never an <img> tag, a javascript: link never a link, the page's CSP kept."""
+    import threading
+
+    import httpx
+    import uvicorn
+    from fastapi import FastAPI
+
+    from rag_bot.conversations import Conversations
+    from rag_bot.engine import Engine
+    from rag_bot.settings import Settings
+    from rag_bot.ui.app import mount_permalinks
+
+    doc_id = paper_with(engine, "CorrSteer")
+    saved = Engine(Settings(storage=engine.settings.storage, data=tmp_path), index=engine.index,
+                   retriever=engine.retriever, sentences=engine.sentences)
+    text = ("### What it does\n\n**CorrSteer selects features by correlation** [1].\n\n- first point\n"
+            "- second ![pixel](http://127.0.0.1:9/p.png) <img src=x onerror=alert(1)> [c](javascript:alert(1))\n\n"
+            "| benchmark | gain |\n|---|---|\n| HarmBench | 27.1 |\n")
+    answer = Answer(question="q", mode="ask", answer=text, grounded=True, retrieved=[],
+                    citations=[Citation(n=1, doc_id=doc_id, title="CorrSteer", source="s.txt", quote="It works.")])
+    store = Conversations(tmp_path)
+    link = store.append(store.create("", "what does CorrSteer do?") or "", "", "what does CorrSteer do?", answer)
+    app = FastAPI()
+    mount_permalinks(app, saved)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert time.monotonic() < deadline and thread.is_alive()
+            time.sleep(0.05)
+        page = httpx.get(f"http://127.0.0.1:{port}/answer/{link}", timeout=30)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    assert page.status_code == 200 and "default-src 'none'" in page.headers["content-security-policy"]
+    body = page.text
+    assert "<h3>What it does</h3>" in body and "<strong>CorrSteer selects features by correlation</strong>" in body
+    assert "<li>first point</li>" in body and "<td>HarmBench</td>" in body
+    assert "**" not in body and "###" not in body
+    assert "<img" not in body and "javascript:alert(1)</a>" not in body and 'href="javascript' not in body
+    assert "&lt;img src=x onerror=alert(1)&gt;" in body and 'href="http://127.0.0.1:9/p.png"' in body
+    assert "References" in body and "CorrSteer" in body
+
+
 @pytest.mark.slow
 def test_the_chat_and_ask_api_take_filters(client):
     icml = client.predict("What does CorrSteer do?", "Auto", 0, "ICML", "2026", "", "", api_name="/ask")
