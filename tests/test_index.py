@@ -412,3 +412,20 @@ def test_a_paper_whose_metadata_cannot_be_read_is_skipped_and_reported(
     health = index.health()
     assert not health.healthy and list(health.unreadable) == [broken]
     assert "'aliases'" in health.unreadable[broken] and not health.wrong_dimension
+
+
+def test_rebuild_leaves_a_conversations_folder_inside_the_store_folder(tmp_path: Path) -> None:
+    """RAG_BOT_DATA may point below the store folder: that folder stays too; only the store's files move."""
+    from rag_bot.repair import rebuild_store
+
+    storage = tmp_path / "store"
+    (storage / "chats").mkdir(parents=True)
+    (storage / "chats" / "conversations.sqlite3").write_bytes(b"saved")
+    (storage / "chroma.sqlite3").write_bytes(b"store")
+    (storage / "lexicon").mkdir()
+    said = rebuild_store(Settings(storage=storage, data=storage / "chats"))
+    [aside] = [p for p in tmp_path.iterdir() if p.name.startswith("store.broken-")]
+    assert str(aside) in said
+    assert sorted(p.name for p in aside.iterdir()) == ["chroma.sqlite3", "lexicon"]
+    assert sorted(p.name for p in storage.iterdir()) == ["chats", "rag-bot.lock"]
+    assert (storage / "chats" / "conversations.sqlite3").read_bytes() == b"saved"
