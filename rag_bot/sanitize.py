@@ -67,8 +67,8 @@ def safe_url(url: str | None) -> str | None:
 def markdown_safe(text: str) -> str:
     """Text for a Markdown or plain-text client: unsafe constructs neutralised by backslash escapes, credentials
     in URLs masked, everything else unchanged."""
-    stream = MarkdownStream()
-    return stream.feed(text) + stream.close()
+    masked = _Pass(_plan_mask, _render_mask).feed(text, final=True)
+    return _Pass(_plan_rules, _render_markdown).feed(masked, final=True)
 
 
 def html_safe(text: str) -> str:
