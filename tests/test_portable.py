@@ -7,6 +7,7 @@ import gzip
 import json
 import shutil
 import sqlite3
+import tempfile
 from pathlib import Path
 
 import chromadb
@@ -247,6 +248,9 @@ def test_a_failure_in_the_middle_of_the_write_leaves_the_store_as_it_was(
         return real_upsert(self, *args, **kwargs)
 
     monkeypatch.setattr(Collection, "upsert", upsert)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # where the import saves what it replaces
     code, _, err = _import(store, path, capsys)
     lines = [line for line in err.splitlines() if line.strip()]
     assert code == 1 and len(lines) == 1 and "Traceback" not in err, err
@@ -254,8 +258,28 @@ def test_a_failure_in_the_middle_of_the_write_leaves_the_store_as_it_was(
     assert "put back as it was" in lines[0]
     assert calls[fail_at - 1].endswith(f"_{phase}"), calls
     _assert_same(_snapshot(store), before)
+    assert not list(scratch.iterdir()), "the backup is removed once the store is restored"
     monkeypatch.setattr(Collection, "upsert", real_upsert)
     assert main(["--storage", str(store), "doctor"]) == 0
     capsys.readouterr()
     code, out, err = _import(store, path, capsys)  # once the cause is gone, the same import succeeds
     assert code == 0 and "Imported 43 papers (38 replaced)" in out, out + err
+
+
+def test_a_store_that_refuses_the_first_write_is_left_unchanged(exported, seed_storage, tmp_path, capsys,
+                                                                 monkeypatch):
+    path, _, _ = _edited(exported, tmp_path)
+    store = _copy_store(seed_storage, tmp_path)
+    before = _snapshot(store)
+
+    def refuse(self, *args, **kwargs):
+        raise sqlite3.OperationalError("attempt to write a readonly database")
+
+    for method in ("modify", "upsert", "delete"):
+        monkeypatch.setattr(Collection, method, refuse)
+    code, _, err = _import(store, path, capsys)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 1 and len(lines) == 1, err
+    assert "readonly database" in lines[0] and "before anything was written" in lines[0] and "unchanged" in lines[0]
+    monkeypatch.undo()
+    _assert_same(_snapshot(store), before)
