@@ -12,7 +12,7 @@ from typing import Any, TextIO
 
 from rag_bot.errors import EmptyQuestionError, NoIndexError, StoreError
 from rag_bot.logs import configure_logging
-from rag_bot.settings import Settings, get_settings
+from rag_bot.settings import Settings, SettingsError, get_settings
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,8 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _questions(args: argparse.Namespace) -> list[str]:
-    """The question, or the non-blank lines of the batch (a line that is not UTF-8 is reported and skipped)."""
+    """The question, or the non-blank lines of the batch (a line that is not UTF-8 is reported and skipped);
+    `BadFlag` when the batch holds no question at all."""
     if not args.batch:
         return [" ".join(args.question)]
     if args.batch == "-":
@@ -99,17 +100,20 @@ def _questions(args: argparse.Namespace) -> list[str]:
     else:
         with open(args.batch, "rb") as stream:
             data = stream.read()
+    where = "standard input" if args.batch == "-" else args.batch
     questions = []
-    for lineno, raw in enumerate(data.splitlines(), start=1):
+    lines = data.splitlines()
+    for lineno, raw in enumerate(lines, start=1):
         try:
             line = raw.decode("utf-8").strip()
         except UnicodeDecodeError as exc:
-            where = "standard input" if args.batch == "-" else args.batch
             print(f"rag-bot: {where}, line {lineno}: not valid UTF-8 (byte 0x{raw[exc.start]:02x}); skipped",
                   file=sys.stderr)
             continue
         if line:
             questions.append(line)
+    if not questions:
+        raise BadFlag(f"no question in {where} ({len(lines)} lines skipped); put one question per line")
     return questions
 
 
@@ -382,6 +386,17 @@ def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _port(text: str) -> int:
+    """A TCP port from 1 to 65535 (argparse's type for --port): a larger one would be taken modulo 65536."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1 to 65535)") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port number (1 to 65535)")
+    return port
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of `rag-bot`."""
     parser = argparse.ArgumentParser(prog="rag-bot", description="Cited answers about research abstracts.")
@@ -437,7 +452,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("api", help="serve the OpenAI-compatible API on http://127.0.0.1:8000/v1")
-    p.add_argument("--port", type=int, default=8000, help="port (default 8000; the address is RAG_BOT_HOST)")
+    p.add_argument("--port", type=_port, default=8000, help="port (default 8000; the address is RAG_BOT_HOST)")
     p.set_defaults(func=cmd_api)
 
     p = sub.add_parser("mcp", help="serve the MCP tools over stdio (for agents and MCP clients)")
@@ -452,8 +467,11 @@ def main(argv: list[str] | None = None) -> int:
         settings = get_settings(
             storage=args.storage, chroma_url=args.chroma_url, retrieval=getattr(args, "retrieval", None)
         )
-    except Exception as exc:  # pydantic's validation error, e.g. a bad RAG_BOT_ value
-        return _fail(f"bad setting: {exc}".splitlines()[0] + " (see README, Settings)", 2)
+    except SettingsError as exc:  # one line naming the variable, its value (masked if secret) and what is allowed
+        return _fail(str(exc), 2)
+    except Exception as exc:  # e.g. a .env file that cannot be read
+        log.debug("settings", exc_info=True)
+        return _fail(f"cannot read the settings ({type(exc).__name__}: {exc})".splitlines()[0], 2)
     configure_logging(settings.log_level)
     try:
         code = int(args.func(args, settings))

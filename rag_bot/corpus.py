@@ -31,7 +31,15 @@ log = logging.getLogger(__name__)
 SEED_HEADER = "ICML 2026 Papers"
 SUFFIXES = (".txt", ".jsonl", ".jsonl.gz", ".csv")
 CSV_COLUMNS = ("id", "title", "abstract")
+# A seed file's blocks are separated by blank lines only, so a stray line (a heading, a footer) would become a paper:
+# a block needs 8 words. A JSONL or CSV record says which field is its abstract, so its floor only has to be below
+# every real one: the shortest of the 22,148 abstracts in ../shared/data/ml_abstracts.jsonl.gz have 7 words (PDF
+# extractions cut short), its 0.1th percentile is 10 words, the seeds' shortest 112; 5 (half the 0.1th percentile)
+# refuses placeholders ("TBD", "No abstract available.") and one-word abstracts, and no real abstract of either.
 MIN_ABSTRACT_WORDS = 8
+MIN_RECORD_WORDS = 5
+# A publication year: none predates the first scientific journal (1665); one past 2100 is a typo (99999, 20244).
+YEARS = range(1665, 2101)
 HEADER_WORDS = 10
 DEFAULT_MAX_ABSTRACT_CHARS: int = Settings.model_fields["max_abstract_chars"].default  # RAG_BOT_MAX_ABSTRACT_CHARS
 MAX_TITLE_CHARS = 300
@@ -45,6 +53,7 @@ SURROGATES = re.compile("[\ud800-\udfff]")
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[ -~]|\x9b[0-?]*[ -/]*[@-~]")
 CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 CLEANED = "control characters or terminal escape sequences removed"
+NOT_TEXT = "not a text corpus file (binary, or text in another encoding than UTF-8 or UTF-16: save it as UTF-8); skipped"
 LINE_BREAK = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
 MAX_FILE_BYTES = 2 * 2**30  # larger files (and gzip files unpacking to more) are refused, not read into memory
 BOMS = (
@@ -110,6 +119,12 @@ def _file_problem(path: Path) -> str | None:
 
 
 SNIFF_BYTES = 8192
+# A text file holds few bytes that are not text: a Latin-1 file read as UTF-8 has one undecodable byte per accented
+# letter (French: about 3 % of its characters), a file with terminal colours a few escape codes. Random bytes have
+# about 55 % (half the bytes are over 0x7F, nearly all undecodable alone; a tenth are control codes): a sample with
+# over a quarter of them is not text, whatever its name says.
+MAX_NON_TEXT_SHARE = 0.25
+NON_TEXT = re.compile("[\ud800-\udfff\x00-\x08\x0b\x0e-\x1a\x1c-\x1f\x7f\ufffd]")
 
 
 def _sniff(head: bytes) -> tuple[int, str] | None:
@@ -127,7 +142,14 @@ def _sniff(head: bytes) -> tuple[int, str] | None:
         if even >= len(sample) // 4 and odd == 0:
             return 0, "utf-16-be"
         return None
-    return 0, "utf-8"
+    return (0, "utf-8") if _is_text(sample, "utf-8") else None
+
+
+def _is_text(sample: bytes, codec: str) -> bool:
+    """Whether a file's first bytes read as text in `codec`: at most `MAX_NON_TEXT_SHARE` of its characters are
+    undecodable bytes, control codes (other than tab, line breaks, form feed and ESC) or U+FFFD."""
+    text = sample.decode(codec, errors=DECODE_ERRORS)
+    return not text or len(NON_TEXT.findall(text)) <= MAX_NON_TEXT_SHARE * len(text)
 
 
 def _decode(data: bytes) -> tuple[str, str] | None:
@@ -191,7 +213,7 @@ def _stream_lines(path: Path) -> Iterator[tuple[int, str] | Problem]:
         head = raw.read(SNIFF_BYTES)
         sniffed = _sniff(head)
         if sniffed is None:
-            yield Problem(path=str(path), message="binary file, not text; skipped")
+            yield Problem(path=str(path), message=NOT_TEXT)
             return
         skip, codec = sniffed
         text = io.TextIOWrapper(io.BufferedReader(_Joined(head[skip:], raw)), encoding=codec,
@@ -225,7 +247,7 @@ def _read_text(path: Path, result: ReadResult) -> str | None:
             return None
     decoded = _decode(data)
     if decoded is None:
-        result.problems.append(Problem(path=str(path), message="binary file, not text; skipped"))
+        result.problems.append(Problem(path=str(path), message=NOT_TEXT))
         return None
     text, encoding = decoded
     if not SURROGATES.search(text):
@@ -493,10 +515,15 @@ def _add_record(
     if doc_id in seen:
         result.problems.append(Problem(path=str(path), line=lineno, message=f"duplicate id {doc_id!r}"))
         return
+    words = len(str(record["abstract"]).split())
+    if words < MIN_RECORD_WORDS:
+        result.problems.append(Problem(path=str(path), line=lineno, message=(
+            f"abstract has only {words} word{'s' if words != 1 else ''} (an abstract has at least "
+            f"{MIN_RECORD_WORDS}); skipped"
+        )))
+        return
     seen.add(doc_id)
-    year = record.get("year")
-    if isinstance(year, str):
-        year = year.strip()
+    year = _year(record.get("year"), path, lineno, result)
     result.papers.append(
         make_paper(
             doc_id,
@@ -504,12 +531,32 @@ def _add_record(
             path.name,
             title=_cut_title(" ".join(str(record["title"]).split()), path, lineno, result),
             venue=str(record["venue"]) if record.get("venue") else None,
-            year=int(year) if (isinstance(year, int) and not isinstance(year, bool))
-            or (isinstance(year, str) and year.isdigit()) else None,
+            year=year,
             authors=[a.strip() for a in authors if a.strip()],
             url=str(record["url"]) if record.get("url") else None,
         )
     )
+
+
+def _year(value: object, path: Path, lineno: int, result: ReadResult) -> int | None:
+    """A record's `year` (a number or digits, in `YEARS`), or None: absent, or not a year (reported; the paper is
+    kept without one)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    year: int | None = None
+    if isinstance(value, float) and value.is_integer():
+        year = int(value)  # 2024.0, as a spreadsheet export writes it
+    elif isinstance(value, int) and not isinstance(value, bool):
+        year = value
+    elif isinstance(value, str) and re.fullmatch(r"\d{4}", value.strip(), re.ASCII):
+        year = int(value)
+    if year in YEARS:
+        return year
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "..."
+    result.problems.append(Problem(path=str(path), line=lineno, message=(
+        f"year {shown} is not a year ({YEARS.start}-{YEARS.stop - 1}); paper kept without a year"
+    )))
+    return None
 
 
 def read_csv_file(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> ReadResult:

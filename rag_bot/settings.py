@@ -3,11 +3,29 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, get_args, get_origin
+from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# Settings whose value is never shown in an error message, and a URL's user:password part, masked in any value.
+SECRET_FIELDS = frozenset({"openai_api_key", "api_key", "auth"})
+URL_CREDENTIALS = re.compile(r"(?<=://)[^/@\s]*@")
+SHOWN_CHARS = 60  # a longer bad value is cut in the message: one readable line
+BOUND_WORDS = {"ge": "at least", "gt": "above", "le": "at most", "lt": "below"}
+URL_RULE = "an http:// or https:// URL with a host and a port from 1 to 65535, e.g. http://localhost:8000"
+RULES = {  # what the settings checked by a validator of their own accept, in words
+    "collection": "1 to 53 letters, digits, '.', '_' or '-', starting with a letter or digit, without '..'",
+    "chroma_url": URL_RULE,
+    "openai_base_url": URL_RULE,
+}
+
+
+class SettingsError(ValueError):
+    """A setting that cannot be used: one line naming its variable, the bad value and what is allowed."""
 
 
 def default_storage() -> Path:
@@ -46,18 +64,27 @@ class Settings(BaseSettings):
     chroma_url: str | None = Field(
         None, description="http://host:port of a Chroma server (`chroma run`); overrides `storage`."
     )
-    collection: str = Field("abstracts", description="Name prefix of the Chroma collections.")
+    # Chroma's collection names (3-63 characters of letters, digits, `.`, `_`, `-`, no `..`), less the longest
+    # suffix added (`_sentences`); it also names a folder in the store, so it must not hold a path separator.
+    collection: str = Field(
+        "abstracts", min_length=1, max_length=53, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+        description="Name prefix of the Chroma collections.",
+    )
     max_abstract_chars: int = Field(
         20000, ge=100, description="Longest abstract accepted (characters); longer records are cut, with a warning."
     )
 
     # --- chunking and embedding -----------------------------------------------------------------
+    # chunk_overlap < chunk_size <= max_tokens is checked in `_consistent`.
     chunk_size: int = Field(
-        160, description="Chunk size in tokens (SentenceSplitter); measured in docs/chunking.md."
+        160, ge=1, description="Chunk size in tokens (SentenceSplitter); measured in docs/chunking.md."
     )
-    chunk_overlap: int = Field(32, description="Token overlap between consecutive chunks.")
-    max_tokens: int = Field(256, description="Embedding model input limit (MiniLM was trained at 256).")
-    embed_batch_size: int = Field(16, description="Texts per embedding batch.")
+    chunk_overlap: int = Field(32, ge=0, description="Token overlap between consecutive chunks.")
+    # 3: [CLS], one word piece and [SEP]; 512: MiniLM's position embeddings (the model fails on a longer input).
+    max_tokens: int = Field(
+        256, ge=3, le=512, description="Embedding model input limit (MiniLM was trained at 256)."
+    )
+    embed_batch_size: int = Field(16, ge=1, description="Texts per embedding batch.")
     paper_vector: Literal["whole", "mean"] = Field(
         "mean", description="A paper's own vector: the mean of its chunk vectors (one model pass per paper), or "
         "its title and whole abstract embedded once more (`whole`: about twice the ingest time for one dev question "
@@ -65,34 +92,40 @@ class Settings(BaseSettings):
     )
 
     # --- retrieval --------------------------------------------------------------------------------
-    top_k: int = Field(10, description="Papers returned by retrieval (the JSON lists up to 10).")
-    chunk_candidates: int = Field(40, description="Chunks fetched from each retriever before fusion.")
+    top_k: int = Field(10, ge=1, description="Papers returned by retrieval (the JSON lists up to 10).")
+    chunk_candidates: int = Field(40, ge=1, description="Chunks fetched from each retriever before fusion.")
     retrieval: Literal["hybrid", "dense", "bm25"] = Field(
         "hybrid", description="Retriever: dense, BM25, or both fused (see docs/eval.md)."
     )
-    dense_weight: float = Field(0.6, description="Weight of the dense ranking in the fusion.")
+    dense_weight: float = Field(
+        0.6, ge=0.0, le=1.0, description="Weight of the dense ranking in the fusion (BM25's is 1 minus it)."
+    )
     feedback: bool = Field(
         True, description="Pseudo-relevance feedback for long questions (over 25 words); see docs/eval.md."
     )
     min_score: float = Field(
-        0.30, description="Least cosine similarity of a paper to the question for it to be cited."
+        0.30, ge=0.0, le=1.0, description="Least cosine similarity of a paper to the question for it to be cited."
     )
+    # The thresholds are at most the highest evidence score there is (checked in `_consistent`).
     refusal_threshold: float = Field(
         0.61,
+        ge=0.0,
         description="The bot declines when its evidence score (best sentence similarity in the top 3 "
         "papers + margin weight x how far the best paper stands out + coverage weight x share of the "
         "question's words they contain) is below this; calibrated in docs/eval.md.",
     )
     focus_threshold: float = Field(
         0.75,
+        ge=0.0,
         description="A short question (at most 16 words) two or more of whose words appear in none of the top 3 "
         "papers needs at least this evidence score to be answered; calibrated in docs/eval.md.",
     )
-    refusal_margin_weight: float = Field(1.0, description="Weight of the best paper's margin in the evidence score.")
+    refusal_margin_weight: float = Field(1.0, ge=0.0, description="Weight of the best paper's margin in the evidence score.")
     refusal_coverage_weight: float = Field(
-        0.4, description="Weight of the question-word coverage of the top papers in the evidence score."
+        0.4, ge=0.0, description="Weight of the question-word coverage of the top papers in the evidence score."
     )
-    answer_papers: int = Field(6, description="Most papers an answer or summary cites.")
+    # At most 10: the chat's "Papers to use" slider offers 1 to 10.
+    answer_papers: int = Field(6, ge=1, le=10, description="Most papers an answer or summary cites.")
     support_threshold: float = Field(
         0.5, ge=0.0, le=1.0, description="A citation whose abstract backs its claim less than this (`support`) is "
         "flagged as weakly supported; calibrated in docs/eval.md."
@@ -113,22 +146,24 @@ class Settings(BaseSettings):
         description="Base URL of any OpenAI-compatible server (OPENAI_BASE_URL).",
     )
     llm_model: str = Field("gpt-4o-mini", description="Chat model that writes answers (RAG_BOT_LLM_MODEL).")
-    llm_timeout: float = Field(30.0, description="Seconds to wait for one LLM request.")
+    llm_timeout: float = Field(30.0, gt=0.0, description="Seconds to wait for one LLM request.")
     llm_retries: int = Field(
         2, ge=0, description="Retries of a timed-out, 429 or 5xx LLM request, done by the openai client (backoff, "
         "Retry-After)."
     )
-    llm_temperature: float = Field(0.1, description="Sampling temperature of the LLM.")
-    llm_max_tokens: int = Field(700, description="Most tokens an LLM answer may have.")
+    # 0 to 2: the range the OpenAI API accepts.
+    llm_temperature: float = Field(0.1, ge=0.0, le=2.0, description="Sampling temperature of the LLM.")
+    llm_max_tokens: int = Field(700, ge=1, description="Most tokens an LLM answer may have.")
     gguf: Path | None = Field(None, description="GGUF model file served by llama.cpp when RAG_BOT_LLM=local.")
 
     # --- chat server ------------------------------------------------------------------------------
     host: str = Field("127.0.0.1", description="Address the chat binds to.")
-    port: int = Field(7860, description="Port of the chat.")
+    port: int = Field(7860, ge=1, le=65535, description="Port of the chat.")
     auth: str | None = Field(
         None, description="user:password (or a file of such lines) to require a login for the chat."
     )
-    max_upload_mb: int = Field(20, description="Largest corpus file the chat accepts for upload, in MB.")
+    # At most 2048: the corpus reader refuses files over 2 GB (rag_bot/corpus.py MAX_FILE_BYTES).
+    max_upload_mb: int = Field(20, ge=1, le=2048, description="Largest corpus file the chat accepts for upload, in MB.")
     data: Path | None = Field(
         None, description="Folder of the saved conversations (RAG_BOT_DATA); default: the storage folder, or the "
         "user's data folder when the store is a Chroma server."
@@ -143,11 +178,53 @@ class Settings(BaseSettings):
         "WARNING", description="Least level logged to stderr (RAG_BOT_LOG_LEVEL); question text only at DEBUG."
     )
 
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise SettingsError(explain(exc)) from None
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _upper(cls, value: object) -> object:
         return value.upper() if isinstance(value, str) else value
 
+    @field_validator("collection")
+    @classmethod
+    def _no_double_dot(cls, value: str) -> str:
+        if ".." in value:
+            raise ValueError("'..' is not allowed")
+        return value
+
+    @field_validator("chroma_url", "openai_base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value:  # an empty value means unset
+            url = urlsplit(value.strip())
+            try:
+                url.port  # noqa: B018  (raises ValueError for a port out of range or not a number)
+            except ValueError:
+                raise ValueError("bad port") from None
+            if url.scheme not in ("http", "https") or not url.hostname:
+                raise ValueError("not an http(s) URL")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Settings:
+        """Settings that are only valid together."""
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError(f"RAG_BOT_CHUNK_OVERLAP={self.chunk_overlap} must be less than "
+                             f"RAG_BOT_CHUNK_SIZE={self.chunk_size} (consecutive chunks share the overlap)")
+        if self.chunk_size > self.max_tokens:
+            raise ValueError(f"RAG_BOT_CHUNK_SIZE={self.chunk_size} must be at most RAG_BOT_MAX_TOKENS="
+                             f"{self.max_tokens} (the model reads no further: the rest of a chunk is never searched)")
+        # The evidence score is a similarity (at most 1) plus the weighted margin and coverage (each at most 1).
+        most = 1 + self.refusal_margin_weight + self.refusal_coverage_weight
+        for name in ("refusal_threshold", "focus_threshold"):
+            if getattr(self, name) > most:
+                raise ValueError(f"{variable(name)}={getattr(self, name):g} must be at most {most:g}, the highest "
+                                 "evidence score with these weights (above it every question is declined)")
+        return self
 
     def data_path(self) -> Path:
         """Where the saved conversations live."""
@@ -160,6 +237,69 @@ class Settings(BaseSettings):
         return self.seeds if self.seeds.exists() else packaged_seeds()
 
 
+def variable(name: str) -> str:
+    """The environment variable of a setting (`top_k` -> RAG_BOT_TOP_K; OPENAI_API_KEY when that one is set)."""
+    alias = Settings.model_fields[name].validation_alias if name in Settings.model_fields else None
+    if isinstance(alias, AliasChoices):
+        names = [str(c) for c in alias.choices]
+        return next((n for n in names if n in os.environ), names[0])
+    return f"RAG_BOT_{name.upper()}"
+
+
+def allowed(name: str) -> str:
+    """What a setting accepts, in words, from its type and bounds ("a whole number from 1 to 65535")."""
+    info = Settings.model_fields[name]
+    kind = info.annotation
+    options = [a for a in get_args(kind) if a is not type(None)]
+    if get_origin(kind) is Literal:
+        return "one of " + ", ".join(str(a) for a in options)
+    kind = options[0] if options else kind  # `X | None`: X
+    if kind is bool:
+        return "true or false"
+    if name in RULES:
+        return RULES[name]
+    if kind not in (int, float):
+        return "a path" if kind is Path else "text"
+    what = "a whole number" if kind is int else "a number"
+    bound = {k: getattr(m, k) for m in info.metadata for k in BOUND_WORDS if getattr(m, k, None) is not None}
+    if "ge" in bound and "le" in bound:
+        return f"{what} from {bound['ge']:g} to {bound['le']:g}"
+    limits = [f"{BOUND_WORDS[k]} {v:g}" for k, v in bound.items()]
+    return f"{what}, {' and '.join(limits)}" if limits else what
+
+
+def shown(name: str, value: object) -> str:
+    """A bad value as the error shows it: secrets masked, credentials in a URL masked, long values cut."""
+    if name in SECRET_FIELDS:
+        return "'***' (hidden)"
+    text = URL_CREDENTIALS.sub("***@", str(value))
+    return repr(text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "...")
+
+
+def _field(key: str) -> str | None:
+    """The setting an error's location names (a field name, or one of its aliases such as OPENAI_API_KEY)."""
+    for name, info in Settings.model_fields.items():
+        if key == name or key in [str(c) for c in getattr(info.validation_alias, "choices", [])]:
+            return name
+    return None
+
+
+def explain(exc: ValidationError) -> str:
+    """One line for pydantic's errors: each bad setting's variable, its value (masked if secret) and what is
+    allowed, e.g. "bad setting: RAG_BOT_TOP_K='abc' must be a whole number of at least 1"."""
+    parts = []
+    for error in exc.errors():
+        name = _field(str(error["loc"][0])) if error["loc"] else None
+        if name is None:  # a check of several settings together: its message names them
+            context = error.get("ctx") or {}
+            parts.append(str(context.get("error") or error["msg"]))
+            continue
+        parts.append(f"{variable(name)}={shown(name, error.get('input'))} must be {allowed(name)}")
+    label = "bad setting: " if len(parts) == 1 else "bad settings: "
+    return label + "; ".join(parts) + " (see README, Settings)"
+
+
 def get_settings(**overrides: object) -> Settings:
-    """Settings from the environment, with explicit overrides (e.g. from CLI flags) on top."""
+    """Settings from the environment, with explicit overrides (e.g. from CLI flags) on top; `SettingsError`
+    (one line naming the variable) when a setting is bad."""
     return Settings(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]

@@ -307,6 +307,50 @@ def test_ask_cite_prints_the_cited_papers_in_each_format(run, engine):
     assert {item["note"].split()[2].rstrip(";") for item in csl} == cited
 
 
+@pytest.mark.parametrize("command", [["stats"], ["ask", "what is CorrSteer?"], ["serve"], ["api"], ["mcp"]])
+@pytest.mark.parametrize(("setting", "named"), [
+    ("RAG_BOT_TOP_K=abc", "RAG_BOT_TOP_K='abc' must be a whole number, at least 1"),
+    ("RAG_BOT_TOP_K=0", "RAG_BOT_TOP_K='0' must be a whole number, at least 1"),
+    ("RAG_BOT_CHUNK_OVERLAP=500", "RAG_BOT_CHUNK_OVERLAP=500 must be less than RAG_BOT_CHUNK_SIZE=160"),
+    ("RAG_BOT_PORT=70000", "RAG_BOT_PORT='70000' must be a whole number from 1 to 65535"),
+])
+def test_a_bad_setting_stops_every_command_with_one_line_naming_it(seed_storage, tmp_path, command, setting, named):
+    key, value = setting.split("=")
+    env = {**_env(seed_storage), key: value}
+    proc = subprocess.run([RAG_BOT, *command], capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2, proc.stderr
+    [line] = proc.stderr.splitlines()
+    assert line.startswith(f"rag-bot: bad setting: {named}") and line.endswith("(see README, Settings)"), line
+
+
+def test_a_bad_url_setting_masks_its_credentials(seed_storage, tmp_path):
+    env = {**_env(seed_storage), "RAG_BOT_CHROMA_URL": "http://admin:s3cret@chroma.example:99999"}
+    proc = subprocess.run([RAG_BOT, "stats"], capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    assert proc.returncode == 2 and "s3cret" not in proc.stderr + proc.stdout
+    assert "RAG_BOT_CHROMA_URL='http://***@chroma.example:99999' must be an http:// or https:// URL" in proc.stderr
+
+
+@pytest.mark.parametrize(("content", "skipped"), [(b"\n   \n\n", 3), (b"\xff\xfe\n\xc3(\n", 2), (b"", 0)])
+def test_a_batch_without_a_readable_line_says_so_and_exits_2(run, tmp_path, content, skipped):
+    batch = tmp_path / "questions.txt"
+    batch.write_bytes(content)
+    proc = run("ask", "--batch", str(batch))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines()[-1] == (
+        f"rag-bot: no question in {batch} ({skipped} lines skipped); put one question per line")
+    assert "unexpected error" not in proc.stderr
+
+
+@pytest.mark.parametrize("port", ["70000", "0", "-1", "http"])
+def test_api_port_out_of_range_is_refused(run, port):
+    proc = run("api", f"--port={port}")
+    assert proc.returncode == 2
+    assert f"argument --port: {port if port != 'http' else repr(port)} is not a port number (1 to 65535)" \
+        in proc.stderr
+    assert "rag-bot API on" not in proc.stderr
+
+
 def _files(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 

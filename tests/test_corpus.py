@@ -217,7 +217,7 @@ def test_csv_records_become_papers_and_bad_rows_are_reported_with_their_line(tmp
         "Ann A; Bob B,https://x.org/1\n"
         "c2,,no title here,,,,\n"
         "c1,Again,a duplicate id,,,,\n"
-        "c3,Gamma,Gamma abstract,,soon,,\n"
+        "c3,Gamma,Gamma networks learn from the abstract itself,,soon,,\n"
         "c4,Extra,abstract,a,1,b,c,one too many\n"
     )
     result = read_file(path)
@@ -230,6 +230,7 @@ def test_csv_records_become_papers_and_bad_rows_are_reported_with_their_line(tmp
     assert [str(p) for p in result.problems] == [
         f"{path}:4: missing field 'title'",
         f"{path}:5: duplicate id 'c1'",
+        f"{path}:6: year 'soon' is not a year (1665-2100); paper kept without a year",
         f"{path}:7: more fields than the header",
     ]
 
@@ -301,6 +302,7 @@ def test_wrong_jsonl_types_are_reported_with_their_line(tmp_path: Path) -> None:
         f"{path}:4: field 'id' must be a string, not a number",
         f"{path}:5: field 'authors' must be a string or a list of strings",
         f"{path}:6: field 'venue' must be a string, not an object",
+        f"{path}:7: year True is not a year (1665-2100); paper kept without a year",
     ]
 
 
@@ -544,3 +546,57 @@ def test_a_scan_holds_no_paper_and_streams_the_same_papers_and_problems(tmp_path
     # Read again at each iteration: a file changed since the scan is read as it is now.
     plain.write_text(lines[0] + "\n")
     assert [(p.doc_id, p.title) for p in scan.papers] == [("s-0", "Streamed 0"), ("s-1", "dup"), ("g-1", "Packed")]
+
+
+@pytest.mark.parametrize("suffix", [".txt", ".jsonl", ".csv", ".jsonl.gz"])
+def test_random_bytes_without_a_nul_are_not_a_text_corpus_file(tmp_path: Path, suffix: str) -> None:
+    import random
+
+    noise = bytes(b for b in random.Random(19).randbytes(4000) if b)  # no NUL: the old binary check missed it
+    path = tmp_path / f"noise{suffix}"
+    path.write_bytes(gzip.compress(noise) if suffix.endswith(".gz") else noise)
+    # Text in a legacy encoding has a few undecodable bytes, not a majority: still read, its lines reported.
+    french = tmp_path / "french.txt"
+    french.write_bytes(_seed_text("Nous présentons RéseauNet, une méthode qui améliore la précision des modèles "
+                                  "déjà entraînés.").encode("latin-1"))
+    result = read_paths([path, french])
+    assert [p.doc_id for p in result.papers] == ["french#1"]
+    assert result.papers[0].text.startswith("Nous pr\ufffdsentons")
+    assert [str(p) for p in result.problems] == [
+        f"{path}: not a text corpus file (binary, or text in another encoding than UTF-8 or UTF-16: save it as "
+        "UTF-8); skipped",
+        f"{french}:3: not UTF-8 text (invalid bytes shown as \ufffd)",
+    ]
+
+
+def test_a_malformed_year_is_reported_per_record_and_the_paper_kept_without_one(tmp_path: Path) -> None:
+    good = [(2024, 2024), ("2024", 2024), (" 1999 ", 1999), (2024.0, 2024), (None, None), ("", None)]
+    bad = ["twenty", 99999, "2026abc", 2024.5, -3, "２０２４", [2024]]
+    years = [year for year, _ in good] + bad
+    path = tmp_path / "years.jsonl"
+    path.write_text("".join(
+        json.dumps({"id": f"y{n}", "title": f"Y{n}", "abstract": _abstract(n), "year": year}) + "\n"
+        for n, year in enumerate(years)
+    ))
+    result = read_file(path)
+    assert [p.year for p in result.papers] == [kept for _, kept in good] + [None] * len(bad)
+    assert [str(p) for p in result.problems] == [
+        f"{path}:{len(good) + n + 1}: year {year!r} is not a year (1665-2100); paper kept without a year"
+        for n, year in enumerate(bad)
+    ]
+
+
+def test_an_abstract_too_short_to_be_one_is_reported_and_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "short.jsonl"
+    records = [("one", "Transformers"), ("placeholder", "No abstract available."), ("five", "We study sparse attention heads."),
+               ("real", _abstract(1))]
+    path.write_text("".join(json.dumps({"id": i, "title": i.title(), "abstract": a}) + "\n" for i, a in records))
+    csv_path = tmp_path / "short.csv"
+    csv_path.write_text("id,title,abstract\nc1,One word,TBD\n")
+    result = read_paths([path, csv_path])
+    assert [p.doc_id for p in result.papers] == ["five", "real"]
+    assert [str(p) for p in result.problems] == [
+        f"{path}:1: abstract has only 1 word (an abstract has at least 5); skipped",
+        f"{path}:2: abstract has only 3 words (an abstract has at least 5); skipped",
+        f"{csv_path}:2: abstract has only 1 word (an abstract has at least 5); skipped",
+    ]

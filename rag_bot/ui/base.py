@@ -5,11 +5,13 @@ from __future__ import annotations
 import atexit
 import logging
 import shutil
+import signal
 import tempfile
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from rag_bot.collection_map import CollectionMap, map_of
@@ -33,6 +35,7 @@ class Library:
         # Conversation exports (one file per session, see `ChatPanel.write_export`), removed at exit.
         self.export_dir = Path(tempfile.mkdtemp(prefix="rag-bot-export-"))
         atexit.register(shutil.rmtree, self.export_dir, ignore_errors=True)
+        exit_on_sigterm()
         # Saved conversations (`conversations.sqlite3` in the data folder); sessions already told saving is off.
         self.conversations = Conversations(engine.settings.data_path())
         self.warned_unsaved: set[str] = set()
@@ -53,6 +56,21 @@ class Library:
         """The status line: who wrote the last answer (else who will write), collection size and store."""
         writer = answer.llm if answer is not None else self.engine.writer_name
         return status_line(writer, len(self.papers), store_label(self.engine.settings))
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)  # 143: the status a shell gives a process ended by SIGTERM
+
+
+def exit_on_sigterm() -> None:
+    """Make SIGTERM a normal exit, so the atexit handlers (the export folders' removal) run.
+
+    With Python's default handler a SIGTERM kills the process and atexit is skipped. While it serves, uvicorn
+    handles SIGTERM itself (a graceful shutdown); then it restores the handler it found and raises the signal
+    again: this handler then exits the normal way. Only in the main thread (signals are set there), and only
+    when nothing else (a test runner, an embedding app) has chosen a SIGTERM handler."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminate)
 
 
 @dataclass
