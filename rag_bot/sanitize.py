@@ -59,7 +59,7 @@ def safe_url(url: str | None) -> str | None:
     if not url:
         return None
     url = url.strip()
-    if not re.fullmatch(r"https?://[^\s\x00-\x1f\x7f<>\"'`]+", url, re.IGNORECASE):
+    if not re.fullmatch(r"https?://[^\s\x00-\x1f\x7f<>\"`]+", url, re.IGNORECASE):
         return None
     return mask_credentials(url)
 
@@ -152,8 +152,8 @@ def _escaped(text: str, i: int) -> bool:
 
 
 def _plan_rules(text: str, lo: int, final: bool) -> tuple[list[tuple[int, int]], int]:
-    """Positions (and 1) of the active characters of unsafe constructs from `lo` on, and how far the text is
-    decided (an undecided construct's first character: everything before it is final)."""
+    """Spans (one character each) of the active characters of unsafe constructs from `lo` on, and how far the
+    text is decided (an undecided construct's first character: everything before it is final)."""
     edits: list[tuple[int, int]] = []
     n = len(text)
     for m in _CANDIDATE.finditer(text, lo):
@@ -184,7 +184,7 @@ def _plan_rules(text: str, lo: int, final: bool) -> tuple[list[tuple[int, int]],
                 return edits, j
             unsafe = _unsafe_destination(text[j + 1:j + 1 + DEST_WINDOW], ended)
         if unsafe:
-            edits.append((j, 1))
+            edits.append((j, j + 1))
     return edits, n
 
 

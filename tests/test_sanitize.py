@@ -119,6 +119,7 @@ def test_safe_url_keeps_http_only():
                 "https://e.org/a b", "ftp://e.org"):
         assert safe_url(bad) is None, bad
     assert safe_url("https://ann:pw@e.org/") == "https://***@e.org/"
+    assert safe_url("https://en.wikipedia.org/wiki/Hilbert's_(problems)") is not None
 
 
 @settings(max_examples=400, deadline=None)
