@@ -32,10 +32,10 @@ class Library:
         # Answers read the engine concurrently (an ingest's reload swaps the retriever's state atomically);
         # only ingests take this lock, so two uploads never interleave.
         self.ingest_lock = threading.Lock()
-        # Conversation exports (one file per session, see `ChatPanel.write_export`), removed at exit.
+        # Conversation exports (one file per session, see `ChatPanel.write_export`), removed at exit and on SIGTERM.
         self.export_dir = Path(tempfile.mkdtemp(prefix="rag-bot-export-"))
-        atexit.register(shutil.rmtree, self.export_dir, ignore_errors=True)
-        exit_on_sigterm()
+        EXPORT_DIRS.append(self.export_dir)
+        clean_on_sigterm()
         # Saved conversations (`conversations.sqlite3` in the data folder); sessions already told saving is off.
         self.conversations = Conversations(engine.settings.data_path())
         self.warned_unsaved: set[str] = set()
@@ -58,17 +58,30 @@ class Library:
         return status_line(writer, len(self.papers), store_label(self.engine.settings))
 
 
+EXPORT_DIRS: list[Path] = []  # every Library's export folder
+
+
+@atexit.register
+def remove_exports() -> None:
+    """Remove the export folders (at exit, and on SIGTERM)."""
+    for folder in EXPORT_DIRS:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _terminate(signum: int, frame: FrameType | None) -> None:
-    raise SystemExit(128 + signum)  # 143: the status a shell gives a process ended by SIGTERM
+    remove_exports()
+    # Then end by the signal, as without this handler: a supervisor (systemd, docker) sees a SIGTERM stop, not
+    # an exit status it may count as a failure.
+    signal.signal(signum, signal.SIG_DFL)
+    signal.raise_signal(signum)
 
 
-def exit_on_sigterm() -> None:
-    """Make SIGTERM a normal exit, so the atexit handlers (the export folders' removal) run.
+def clean_on_sigterm() -> None:
+    """Remove the export folders when a SIGTERM ends the process (the default handler would skip atexit).
 
-    With Python's default handler a SIGTERM kills the process and atexit is skipped. While it serves, uvicorn
-    handles SIGTERM itself (a graceful shutdown); then it restores the handler it found and raises the signal
-    again: this handler then exits the normal way. Only in the main thread (signals are set there), and only
-    when nothing else (a test runner, an embedding app) has chosen a SIGTERM handler."""
+    While it serves, uvicorn handles SIGTERM itself (a graceful shutdown); then it restores the handler it found
+    and raises the signal again, and this one runs. Only in the main thread (signals are set there), and only when
+    nothing else (a test runner, an app embedding the chat) has chosen a SIGTERM handler."""
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _terminate)
 
