@@ -16,7 +16,7 @@ SECRET_FIELDS = frozenset({"openai_api_key", "api_key", "auth"})
 URL_CREDENTIALS = re.compile(r"(?<=://)[^/@\s]*@")
 SHOWN_CHARS = 60  # a longer bad value is cut in the message: one readable line
 BOUND_WORDS = {"ge": "at least", "gt": "above", "le": "at most", "lt": "below"}
-URL_RULE = "an http:// or https:// URL with a host and a port from 1 to 65535, e.g. http://localhost:8000"
+URL_RULE = "an http:// or https:// URL like http://host:port (a port from 1 to 65535)"
 RULES = {  # what the settings checked by a validator of their own accept, in words
     "collection": "1 to 53 letters, digits, '.', '_' or '-', starting with a letter or digit, without '..'",
     "chroma_url": URL_RULE,
