@@ -1,6 +1,8 @@
-"""Serve the rag-bot chat (the same as `rag-bot serve`)."""
+"""Serve the rag-bot chat (the same as `rag-bot serve`, with its one-line errors for bad settings)."""
 
-from rag_bot.ui import serve
+import sys
+
+from rag_bot.cli import main
 
 if __name__ == "__main__":
-    serve()
+    sys.exit(main(["serve"]))

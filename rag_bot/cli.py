@@ -409,9 +409,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prune", action="store_true", help="drop stored papers that are not in these paths")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--rebuild", action="store_true",
-                   help="start a fresh store (for a damaged one): the store folder is moved aside to "
-                        "<storage>.broken-<time>, never deleted; with RAG_BOT_CHROMA_URL the two collections "
-                        "on the server are deleted and recreated; then the paths are indexed")
+                   help="start a fresh store (for a damaged one): the store's files are moved aside to "
+                        "<storage>.broken-<time>, never deleted (the saved conversations stay); with "
+                        "RAG_BOT_CHROMA_URL the collections on the server are deleted and recreated; then the "
+                        "paths are indexed")
     p.set_defaults(func=cmd_ingest)
 
     p = sub.add_parser("ask", help="answer a question with citations")

@@ -306,10 +306,13 @@ def test_chroma_server_mode_ingests_and_answers(tmp_path: Path, seed_list, chrom
 
 
 @pytest.mark.parametrize("url", ["localhost:8000", "chroma.example.org", "ftp://127.0.0.1:8000"])
-def test_malformed_chroma_url_is_a_clear_store_error(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+def test_malformed_chroma_url_is_a_clear_settings_error(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    """Refused when the settings are read, before any store is opened."""
+    from rag_bot.settings import SettingsError
+
     monkeypatch.setenv("RAG_BOT_CHROMA_URL", url)
-    with pytest.raises(StoreError) as info:
-        PaperIndex(Settings())
+    with pytest.raises(SettingsError) as info:
+        Settings()
     assert "RAG_BOT_CHROMA_URL" in str(info.value) and "http://host:port" in str(info.value)
     assert url in str(info.value)
 
