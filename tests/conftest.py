@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,6 +47,28 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@contextmanager
+def serving(app: Any, make: Callable[[Any, str, int], Any] | None = None) -> Iterator[str]:
+    """`app` on a real uvicorn server on a free loopback port, in a thread; yields its base URL
+    ("http://127.0.0.1:PORT"); stopped on exit. `make(app, host, port)` builds the server (default: plain)."""
+    import uvicorn
+
+    port = free_port()
+    server = (make(app, "127.0.0.1", port) if make else
+              uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not server.started:
+            assert time.monotonic() < deadline and thread.is_alive(), "the server did not start"
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
 
 
 def paper_with(engine, fragment: str) -> str:

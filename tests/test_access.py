@@ -8,8 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +16,7 @@ import httpx
 import pytest
 
 from rag_bot.access import Door, Sessions, allowed_hosts, host_name, is_loopback, open_routes
-from tests.conftest import free_port
+from tests.conftest import free_port, serving
 
 RAG_BOT = str(Path(sys.executable).parent / "rag-bot")
 QUESTION = "What does CorrSteer do?"
@@ -69,20 +67,8 @@ def chat(engine) -> Iterator[str]:
 
     settings = engine.settings.model_copy(update={"api_key": "k3y", "host": "127.0.0.1"})
     keyed = type(engine)(settings, index=engine.index, retriever=engine.retriever, sentences=engine.sentences)
-    port = free_port()
-    server = http_server(chat_server(build_app(keyed), keyed, [("ann", "s3cret"), ("bob", "b0b")]), "127.0.0.1",
-                         port)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "the server did not start"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serving(chat_server(build_app(keyed), keyed, [("ann", "s3cret"), ("bob", "b0b")]), http_server) as base:
+        yield base
 
 
 def _login(base: str, user: str, password: str, **headers: str) -> httpx.Response:

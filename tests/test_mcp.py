@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import serving
+
 pytestmark = pytest.mark.slow
 
 
@@ -100,18 +102,14 @@ async def _http_calls(url: str) -> dict[str, Any]:
 
 def test_api_and_mcp_mount_beside_the_chat(engine):
     """The mount lines for the chat: /v1 and /mcp on the FastAPI app that Gradio is mounted on, one port."""
-    import threading
-    import time
 
     import gradio as gr
     import httpx
     import openai
-    import uvicorn
     from fastapi import FastAPI
 
     from rag_bot.api import mount_api
     from rag_bot.mcp_server import mount_mcp
-    from tests.conftest import free_port
 
     with gr.Blocks() as blocks:
         gr.Markdown("chat")
@@ -121,16 +119,7 @@ def test_api_and_mcp_mount_beside_the_chat(engine):
     mount_mcp(app, engine, path="/mcp-keyed", api_key="k")
     app = gr.mount_gradio_app(app, blocks, path="/")
 
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 30
-        while not server.started:
-            assert time.monotonic() < deadline and thread.is_alive()
-            time.sleep(0.05)
-        base = f"http://127.0.0.1:{port}"
+    with serving(app) as base:
         client = openai.OpenAI(base_url=f"{base}/v1", api_key="unused", max_retries=0)
         assert [m.id for m in client.models.list()][0] == "rag-bot"
         calls = asyncio.run(asyncio.wait_for(_http_calls(f"{base}/mcp"), timeout=60))
@@ -140,9 +129,6 @@ def test_api_and_mcp_mount_beside_the_chat(engine):
         assert denied.status_code == 401
         page = httpx.get(f"{base}/")
         assert page.status_code == 200 and "gradio" in page.text.lower()
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 async def _hostile_calls(url: str) -> dict[str, Any]:
@@ -163,33 +149,17 @@ async def _hostile_calls(url: str) -> dict[str, Any]:
 def test_mcp_returns_a_hostile_abstract_neutralised(tmp_path):
     """A store whose abstract holds an image, a raw <img onerror> and a javascript: link, asked over streamable
     HTTP: no tool returns them active, and the words and citation still come back."""
-    import threading
-    import time
 
-    import uvicorn
     from fastapi import FastAPI
 
     from rag_bot.engine import Engine
     from rag_bot.mcp_server import mount_mcp
     from rag_bot.settings import Settings
-    from tests.conftest import free_port
     from tests.test_api import active, hostile_storage
 
     engine = Engine(Settings(storage=hostile_storage(tmp_path)))
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(mount_mcp(FastAPI(), engine), host="127.0.0.1", port=port,
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 30
-        while not server.started:
-            assert time.monotonic() < deadline and thread.is_alive()
-            time.sleep(0.05)
-        calls = asyncio.run(asyncio.wait_for(_hostile_calls(f"http://127.0.0.1:{port}/mcp"), timeout=120))
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serving(mount_mcp(FastAPI(), engine)) as base:
+        calls = asyncio.run(asyncio.wait_for(_hostile_calls(f"{base}/mcp"), timeout=120))
 
     hits = {p["doc_id"]: p for p in calls["search"]["papers"]}
     assert hits["glow-1"]["rank"] == 1 and "Glowworm" in hits["glow-1"]["title"]

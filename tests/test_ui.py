@@ -39,7 +39,7 @@ from rag_bot.ui.render import (
     table_caption,
     upload_summary,
 )
-from tests.conftest import free_port, paper_with
+from tests.conftest import free_port, paper_with, serving
 
 RAG_BOT = str(Path(sys.executable).parent / "rag-bot")
 XSS = '<script>window.xssHit = 1</script> <img src=x onerror="window.xssHit = 2">'
@@ -789,10 +789,7 @@ def test_permalink_page_and_saved_messages_escape_everything() -> None:
 def test_a_permalink_page_renders_the_saved_markdown_safely(engine, tmp_path) -> None:
     """A saved answer's page, fetched over HTTP: its Markdown rendered as in the chat (no raw `**`, `###`), an
     image or a raw <img> in it never an <img> tag, a javascript: link never a link, the page's CSP kept."""
-    import threading
-
     import httpx
-    import uvicorn
     from fastapi import FastAPI
 
     from rag_bot.conversations import Conversations
@@ -812,19 +809,8 @@ def test_a_permalink_page_renders_the_saved_markdown_safely(engine, tmp_path) ->
     link = store.append(store.create("", "what does CorrSteer do?") or "", "", "what does CorrSteer do?", answer)
     app = FastAPI()
     mount_permalinks(app, saved)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 30
-        while not server.started:
-            assert time.monotonic() < deadline and thread.is_alive()
-            time.sleep(0.05)
-        page = httpx.get(f"http://127.0.0.1:{port}/answer/{link}", timeout=30)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serving(app) as base:
+        page = httpx.get(f"{base}/answer/{link}", timeout=30)
     assert page.status_code == 200 and "default-src 'none'" in page.headers["content-security-policy"]
     body = page.text
     assert "<h3>What it does</h3>" in body and "<strong>CorrSteer selects features by correlation</strong>" in body
