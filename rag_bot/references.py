@@ -2,7 +2,8 @@
 
 Keys are stable (derived from the paper: first author's family name, year, first title word; a short hash of the
 doc_id only when two papers of one export would share a key) and unique within an export. Every field the
-collection knows is written: title, authors, venue, year, url, abstract and the rag-bot doc_id.
+collection knows is written: title, authors, venue, year, url (http(s) only: a reference manager makes it a link),
+abstract and the rag-bot doc_id.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
+from rag_bot.sanitize import safe_url
 from rag_bot.text import clean_markup
 from rag_bot.types import Answer, Paper
 
@@ -84,8 +86,8 @@ def to_bibtex(papers: Sequence[Paper]) -> str:
             fields.append(("booktitle", paper.venue))
         if paper.year:
             fields.append(("year", str(paper.year)))
-        if paper.url:
-            fields.append(("url", paper.url))
+        if safe_url(paper.url):
+            fields.append(("url", safe_url(paper.url) or ""))
         fields += [("abstract", paper.text), ("note", f"rag-bot doc_id {paper.doc_id}; source {paper.source}")]
         kind = "inproceedings" if paper.venue else "misc"
         body = ",\n".join(f"  {name} = {{{_bibtex_value(value)}}}" for name, value in fields)
@@ -105,8 +107,8 @@ def to_ris(papers: Sequence[Paper]) -> str:
             lines.append(f"T2  - {paper.venue}")
         if paper.year:
             lines.append(f"PY  - {paper.year}")
-        if paper.url:
-            lines.append(f"UR  - {paper.url}")
+        if safe_url(paper.url):
+            lines.append(f"UR  - {safe_url(paper.url)}")
         lines += [f"AB  - {' '.join(clean_markup(paper.text).split())}",
                   f"N1  - rag-bot doc_id {paper.doc_id}; source {paper.source}", "ER  - "]
         records.append("\n".join(lines))
@@ -131,8 +133,8 @@ def to_csl(papers: Sequence[Paper]) -> list[dict[str, object]]:
             item["container-title"] = paper.venue
         if paper.year:
             item["issued"] = {"date-parts": [[paper.year]]}
-        if paper.url:
-            item["URL"] = paper.url
+        if safe_url(paper.url):
+            item["URL"] = safe_url(paper.url)
         items.append(item)
     return items
 

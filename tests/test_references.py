@@ -65,3 +65,12 @@ def test_a_conversations_cited_papers_come_once_in_order_of_first_citation():
     papers = {p.doc_id: p for p in PAPERS}
     cited = cited_papers([answer("x#3", "icml#1"), answer("icml#1", "icml#2", "gone#9")], papers)
     assert [p.doc_id for p in cited] == ["x#3", "icml#1", "icml#2"]
+
+
+def test_a_javascript_url_is_never_exported_as_a_link():
+    """A reference manager makes `url` a link: only http(s) URLs are written, in every format."""
+    hostile = Paper(doc_id="h#1", title="Hostile", text="An abstract.", source="h.jsonl", url="javascript:alert(4)")
+    good = Paper(doc_id="g#1", title="Good", text="An abstract.", source="g.jsonl", url="https://e.org/g")
+    for fmt in ("bibtex", "ris", "csl"):
+        text = export([hostile, good], fmt)
+        assert "javascript:" not in text and "https://e.org/g" in text, fmt

@@ -77,7 +77,22 @@ def test_export_has_questions_answers_and_references() -> None:
     md = export_markdown([Turn(question="what is x?", answer=_answer("x is y [1].", "Some text."))], {"x#1": paper})
     assert md.startswith("# rag-bot conversation")
     assert "## 1. what is x?" in md and "x is y [1]." in md
-    assert "1. T <b> (f.jsonl · x#1) https://e.org/1" in md and "> Some text." in md
+    assert "1. T \\<b> (f.jsonl · x#1) https://e.org/1" in md and "> Some text." in md
+
+
+def test_the_exported_and_copied_markdown_keep_nothing_active() -> None:
+    """The export file and the clipboard text open in Markdown viewers: an image, raw HTML or a javascript: link
+    from an abstract or a model must not become active there, and a javascript: paper URL is left out."""
+    from markdown_it import MarkdownIt
+
+    hostile = ("Glow ![px](http://127.0.0.1:9/t.png) <img src=x onerror=alert(1)> "
+               "[click](javascript:alert(document.cookie)) [1].")
+    paper = Paper(doc_id="x#1", title="T <script>x</script>", text="t", source="f.jsonl", url="javascript:alert(4)")
+    answer = _answer(hostile, hostile)
+    for text in (export_markdown([Turn(question=hostile, answer=answer)], {"x#1": paper}), answer_markdown(answer)):
+        page = MarkdownIt("commonmark", {"html": True}).enable("table").render(text)
+        assert "<img" not in page and "<script" not in page and 'href="javascript' not in page, page
+        assert "javascript:alert(4)" not in text and "Glow" in page and "[1]" in page
 
 
 def test_status_line_names_the_writer(engine) -> None:
@@ -140,7 +155,7 @@ def test_answer_message_and_clipboard_text() -> None:
     message = answer_message(answer, turn=2)
     assert message.startswith('It &lt;works&gt; <a class="cite" href="#src-2-1">[1]</a>.')
     assert message.endswith("<em>The model failed; &lt;offline&gt; answer.</em>")
-    assert answer_markdown(answer) == "It <works> [1].\n\nReferences:\n[1] T <b> (f.jsonl, x#1)"
+    assert answer_markdown(answer) == "It \\<works> [1].\n\nReferences:\n[1] T \\<b> (f.jsonl, x#1)"
 
 
 def test_sources_panel_lists_the_latest_answer_first_and_open() -> None:

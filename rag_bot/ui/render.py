@@ -140,33 +140,36 @@ def sources_panel(turns: Sequence[Turn], papers: Mapping[str, Paper]) -> str:
 
 
 def export_markdown(turns: Sequence[Turn], papers: Mapping[str, Paper]) -> str:
-    """The conversation as Markdown: each question, its answer and its references."""
+    """The conversation as Markdown: each question, its answer and its references, under the sanitiser's rules
+    (the file opens in Markdown viewers: no image, raw HTML or non-http(s) link from the corpus or a model)."""
     out = ["# rag-bot conversation", ""]
     for t, turn in enumerate(turns, start=1):
-        out += [f"## {t}. {turn.question}", ""]
+        out += [f"## {t}. {markdown_safe(turn.question)}", ""]
         if turn.answer is None:
             continue
-        out += [turn.answer.answer, ""]
+        out += [markdown_safe(turn.answer.answer), ""]
         if turn.answer.notice:
-            out += [f"_{mask_credentials(turn.answer.notice)}_", ""]
+            out += [f"_{markdown_safe(turn.answer.notice)}_", ""]
         if turn.answer.citations:
             out += ["**References**", ""]
             for c in turn.answer.citations:
                 paper = papers.get(c.doc_id)
-                url = paper_url(paper)
+                url = safe_url(paper_url(paper))
                 place = paper_place(paper, c.doc_id, c.source)
-                out.append(f"{c.n}. {clean_markup(c.title)} ({place}){' ' + url if url else ''}")
-                out.append(f"   > {c.quote}")
+                out.append(f"{c.n}. {markdown_safe(clean_markup(c.title))} ({markdown_safe(place)})"
+                           f"{' ' + url if url else ''}")
+                out.append(f"   > {markdown_safe(c.quote)}")
             out.append("")
     return "\n".join(out).rstrip() + "\n"
 
 
 def answer_markdown(answer: Answer) -> str:
-    """One answer with its references, as copied to the clipboard."""
-    lines = [answer.answer]
+    """One answer with its references, as copied to the clipboard (under the sanitiser's Markdown rules)."""
+    lines = [markdown_safe(answer.answer)]
     if answer.citations:
         lines += ["", "References:"]
-        lines += [f"[{c.n}] {clean_markup(c.title)} ({c.source}, {c.doc_id})" for c in answer.citations]
+        lines += [f"[{c.n}] {markdown_safe(clean_markup(c.title))} ({c.source}, {c.doc_id})"
+                  for c in answer.citations]
     return "\n".join(lines)
 
 
