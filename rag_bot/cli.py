@@ -65,8 +65,17 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     from rag_bot.engine import Engine
 
     if args.rebuild:
+        from rag_bot.corpus import scan_paths
         from rag_bot.repair import rebuild_store
 
+        # A rebuild sets a store aside: only for sources that give papers back (an empty folder, a damaged file
+        # or /dev/null would leave an empty store in place of a healthy one).
+        scan = scan_paths(paths, max_chars=settings.max_abstract_chars)
+        if not scan.papers:
+            for problem in scan.problems:
+                print(f"warning: {problem}", file=sys.stderr)
+            return _fail("no paper could be read from these paths, so the store was not rebuilt; nothing was "
+                         "changed (give the sources of the collection)", 2)
         print(f"Rebuilding the store: {rebuild_store(settings)}.", file=sys.stderr)
     engine = Engine(settings)
     bar: Any = None

@@ -378,6 +378,26 @@ def test_a_mistyped_ingest_path_is_one_line_exit_2_and_the_store_is_untouched(ru
     assert sorted(p.name for p in tmp_path.iterdir()) == ["store"]
 
 
+@pytest.mark.parametrize("source", ["empty-folder", "garbage.jsonl.gz", "/dev/null"])
+def test_a_rebuild_from_sources_that_give_no_paper_keeps_the_store(run, seed_storage, tmp_path, source):
+    """`ingest --rebuild` with a path that exists but yields no paper used to set a healthy store aside for an
+    empty one."""
+    import shutil
+
+    store = tmp_path / "store"
+    shutil.copytree(seed_storage, store)
+    before = _files(store)
+    (tmp_path / "empty-folder").mkdir()
+    (tmp_path / "garbage.jsonl.gz").write_bytes(b"\x1f\x8b not really gzip")
+    path = source if source.startswith("/") else str(tmp_path / source)
+    proc = run("ingest", "--rebuild", "--quiet", path, storage=store)
+    assert proc.returncode == 2, proc.stderr
+    assert "so the store was not rebuilt; nothing was changed" in proc.stderr.strip().splitlines()[-1]
+    assert not [p for p in tmp_path.iterdir() if ".broken-" in p.name], "nothing set aside"
+    assert _files(store) == before
+    assert "CorrSteer" in run("ask", "What does CorrSteer do?", storage=store).stdout
+
+
 # --- doctor notices what breaks every question, and one unreadable paper breaks none (issue 19) --------------------
 
 def _copy_store(seed_storage: Path, tmp_path: Path) -> Path:
