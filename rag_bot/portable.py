@@ -173,6 +173,9 @@ def _record(line: str, index_version: str) -> tuple[str, str, dict[str, Any]]:
         validate_metadata(metadata)  # what Chroma would refuse halfway through the write, refused now
     except (TypeError, ValueError) as exc:
         raise _Bad(0, f"{what}: its metadata cannot be stored ({exc})") from None
+    for key, value in metadata.items():  # Chroma stores integers in 64 bits and reads larger ones back as errors
+        if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
+            raise _Bad(0, f"{what}: its {key!r} metadata {str(value)[:20]}... is too large a number to store")
     problem = _vector_problem(record.get("embedding"))
     if problem:
         raise _Bad(0, f"{what}: {problem}")

@@ -158,6 +158,19 @@ def test_a_paper_with_unreadable_metadata_is_refused_and_the_store_is_unchanged(
     _assert_same(_snapshot(store), before)
 
 
+def test_a_number_too_large_to_store_is_refused_and_the_store_is_unchanged(exported, seed_storage, tmp_path, capsys):
+    """A `year` of 10**30 used to import (exit 0) and then make its paper unreadable on every question."""
+    manifest, records = _load(exported)
+    n, bad = next((n, r) for n, r in enumerate(records) if r["kind"] == "paper")
+    bad["metadata"]["year"] = 10**30
+    path = _save(tmp_path / "huge.jsonl.gz", manifest, records)
+    store = _copy_store(seed_storage, tmp_path)
+    before = _snapshot(store)
+    line = _refused(*_import(store, path, capsys)[::2])
+    assert f"{path}:{n + 2}:" in line and "'year'" in line and "too large" in line
+    _assert_same(_snapshot(store), before)
+
+
 @pytest.mark.parametrize("cut", ["truncated", "damaged"])
 def test_a_truncated_or_damaged_file_is_refused_in_one_line(exported, tmp_path, capsys, cut):
     data = bytearray(exported.read_bytes())
