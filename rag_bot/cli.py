@@ -119,11 +119,17 @@ def _questions(args: argparse.Namespace) -> list[str]:
             print(f"rag-bot: {where}, line {lineno}: not valid UTF-8 (byte 0x{raw[exc.start]:02x}); skipped",
                   file=sys.stderr)
             continue
-        if line:
+        if _visible(line):  # a line of only NULs, a byte-order mark or zero-width spaces holds no question
             questions.append(line)
     if not questions:
         raise BadFlag(f"no question in {where} ({len(lines)} lines skipped); put one question per line")
     return questions
+
+
+def _visible(text: str) -> bool:
+    from rag_bot.engine import clean_question
+
+    return bool(clean_question(text))
 
 
 def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
@@ -134,7 +140,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
         questions = _questions(args)
     except OSError as exc:
         return _fail(f"cannot read {args.batch}: {exc.strerror}", 2)
-    if not args.batch and not questions[0].strip():
+    if not args.batch and not _visible(questions[0]):
         return _fail("the question is empty; try: rag-bot ask \"what does the collection say about X?\"", 2)
     try:
         questions[0].encode("utf-8")

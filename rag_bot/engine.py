@@ -39,13 +39,16 @@ _FOLLOW_UP = re.compile(
 REWRITE_TURNS = 3  # earlier turns the model sees when it rewrites a follow-up
 MAX_QUESTION_CHARS = 4000  # a pasted abstract fits; longer text only slows every stage down
 _UNPRINTABLE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Invisible format characters (zero-width space and joiners, the byte-order mark, bidi controls, soft hyphen):
+# a question of only these is empty, and inside a word they would split its match.
+_INVISIBLE = re.compile(r"[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 
 
 def clean_question(question: str | None) -> str:
     """A question as the stages take it: one line of printable text, lone surrogates (from undecodable bytes)
     replaced, at most MAX_QUESTION_CHARS characters."""
     text = (question or "").encode("utf-8", "replace").decode("utf-8")
-    text = _UNPRINTABLE.sub(" ", text)
+    text = _INVISIBLE.sub("", _UNPRINTABLE.sub(" ", text))
     return " ".join(text.split())[:MAX_QUESTION_CHARS]
 
 

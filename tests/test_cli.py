@@ -331,7 +331,10 @@ def test_a_bad_url_setting_masks_its_credentials(seed_storage, tmp_path):
     assert "RAG_BOT_CHROMA_URL='http://***@chroma.example:99999' must be an http:// or https:// URL" in proc.stderr
 
 
-@pytest.mark.parametrize(("content", "skipped"), [(b"\n   \n\n", 3), (b"\xff\xfe\n\xc3(\n", 2), (b"", 0)])
+@pytest.mark.parametrize(("content", "skipped"), [
+    (b"\n   \n\n", 3), (b"\xff\xfe\n\xc3(\n", 2), (b"", 0),
+    ("\ufeff\n\u200b\n\x00\x00\n".encode(), 3),  # a byte-order mark, a zero-width space, NULs: invisible
+])
 def test_a_batch_without_a_readable_line_says_so_and_exits_2(run, tmp_path, content, skipped):
     batch = tmp_path / "questions.txt"
     batch.write_bytes(content)
@@ -340,6 +343,12 @@ def test_a_batch_without_a_readable_line_says_so_and_exits_2(run, tmp_path, cont
     assert proc.stderr.splitlines()[-1] == (
         f"rag-bot: no question in {batch} ({skipped} lines skipped); put one question per line")
     assert "unexpected error" not in proc.stderr
+
+
+@pytest.mark.parametrize("question", ["\u200b", "\ufeff", "\u200b \u2060"])
+def test_a_question_of_invisible_characters_is_empty(run, question):
+    proc = run("ask", question)
+    assert proc.returncode == 2 and proc.stdout == "" and "the question is empty" in proc.stderr
 
 
 @pytest.mark.parametrize("port", ["70000", "0", "-1", "http"])
