@@ -38,6 +38,7 @@ CSV_COLUMNS = ("id", "title", "abstract")
 # refuses placeholders ("TBD", "No abstract available.") and one-word abstracts, and no real abstract of either.
 MIN_ABSTRACT_WORDS = 8
 MIN_RECORD_WORDS = 5
+
 # A publication year: none predates the first scientific journal (1665); one past 2100 is a typo (99999, 20244).
 YEARS = range(1665, 2101)
 HEADER_WORDS = 10
@@ -66,6 +67,12 @@ codecs.register_error(
     lambda e: ("".join(chr(0xDC00 + b) for b in e.object[e.start:e.end]), e.end),  # type: ignore[attr-defined]
 )
 JSON_TYPES = {list: "an array", dict: "an object", bool: "a boolean", int: "a number", float: "a number"}
+
+
+def word_count(text: str) -> int:
+    """The words of a text: its tokens that hold a letter ("!!! ???" and "1 2 3 4 5" hold none)."""
+    return sum(1 for token in text.split() if any(ch.isalpha() for ch in token))
+
 
 
 @dataclass
@@ -411,7 +418,7 @@ def read_seed_file(
         blocks.append((first_line, current))
     for n, (lineno, block) in enumerate(blocks, start=1):
         abstract = " ".join(block)
-        words = len(abstract.split())
+        words = word_count(abstract)
         if words < MIN_ABSTRACT_WORDS:
             result.problems.append(
                 Problem(path=str(path), line=lineno, message=f"abstract {n} has only {words} words; skipped")
@@ -515,7 +522,7 @@ def _add_record(
     if doc_id in seen:
         result.problems.append(Problem(path=str(path), line=lineno, message=f"duplicate id {doc_id!r}"))
         return
-    words = len(str(record["abstract"]).split())
+    words = word_count(str(record["abstract"]))
     if words < MIN_RECORD_WORDS:
         result.problems.append(Problem(path=str(path), line=lineno, message=(
             f"abstract has only {words} word{'s' if words != 1 else ''} (an abstract has at least "

@@ -589,7 +589,7 @@ def test_a_malformed_year_is_reported_per_record_and_the_paper_kept_without_one(
 def test_an_abstract_too_short_to_be_one_is_reported_and_skipped(tmp_path: Path) -> None:
     path = tmp_path / "short.jsonl"
     records = [("one", "Transformers"), ("placeholder", "No abstract available."), ("five", "We study sparse attention heads."),
-               ("real", _abstract(1))]
+               ("real", _abstract(1)), ("punct", "!!! ??? ... ,,, ;;;"), ("numbers", "1 2 3 4 5 6")]
     path.write_text("".join(json.dumps({"id": i, "title": i.title(), "abstract": a}) + "\n" for i, a in records))
     csv_path = tmp_path / "short.csv"
     csv_path.write_text("id,title,abstract\nc1,One word,TBD\n")
@@ -598,5 +598,7 @@ def test_an_abstract_too_short_to_be_one_is_reported_and_skipped(tmp_path: Path)
     assert [str(p) for p in result.problems] == [
         f"{path}:1: abstract has only 1 word (an abstract has at least 5); skipped",
         f"{path}:2: abstract has only 3 words (an abstract has at least 5); skipped",
+        f"{path}:5: abstract has only 0 words (an abstract has at least 5); skipped",  # tokens without a letter
+        f"{path}:6: abstract has only 0 words (an abstract has at least 5); skipped",
         f"{csv_path}:2: abstract has only 1 word (an abstract has at least 5); skipped",
     ]
