@@ -129,7 +129,8 @@ class Door:
         origin = headers.get("origin")
         if origin is not None and not self._origin_ok(origin, host):
             return 403, "cross-origin requests are not accepted", "invalid_origin"
-        if method == "POST" and not headers.get("content-type", "").lower().startswith("application/json"):
+        media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if method == "POST" and media != "application/json":
             return 415, "the request body must be JSON (Content-Type: application/json)", "invalid_content_type"
         if not self.api_key and self.sessions is None:
             return None

@@ -21,6 +21,7 @@ RULES = {  # what the settings checked by a validator of their own accept, in wo
     "collection": "1 to 53 letters, digits, '.', '_' or '-', starting with a letter or digit, without '..'",
     "chroma_url": URL_RULE,
     "openai_base_url": URL_RULE,
+    "api_key": "one word without spaces (or unset)",
 }
 
 
@@ -194,6 +195,17 @@ class Settings(BaseSettings):
     def _no_double_dot(cls, value: str) -> str:
         if ".." in value:
             raise ValueError("'..' is not allowed")
+        return value
+
+    @field_validator("api_key")
+    @classmethod
+    def _usable_key(cls, value: str | None) -> str | None:
+        # A key of spaces would announce "(bearer key required)" yet match no client (the token is stripped), and
+        # spaces around a key would make it unmatchable: both are mistakes, not keys. Empty means unset.
+        if value is None or value == "":
+            return None
+        if not value.strip() or value != value.strip() or any(ch.isspace() for ch in value):
+            raise ValueError("not one word")
         return value
 
     @field_validator("chroma_url", "openai_base_url")

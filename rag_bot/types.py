@@ -62,12 +62,13 @@ class Filters(BaseModel):
         year_min = year_max = None
         if year is not None and str(year).strip():
             text = str(year).strip().replace("–", "-")
-            low, dash, high = text.partition("-")
-            try:
-                year_min = int(low) if low.strip() else None
-                year_max = (int(high) if high.strip() else None) if dash else year_min
-            except ValueError:
-                raise ValueError(f"year must be YYYY or YYYY-YYYY, got {year!r}") from None
+            low, dash, high = (part.strip() for part in text.partition("-"))
+            # Four digits each side: "1" (JSON true read as a number), "-5" or "20266" match no paper silently.
+            if not all(len(part) == 4 and part.isascii() and part.isdigit() for part in (low, high) if part) or \
+                    (not low and not high):
+                raise ValueError(f"year must be YYYY or YYYY-YYYY, got {year!r}")
+            year_min = int(low) if low else None
+            year_max = (int(high) if high else None) if dash else year_min
             if year_min is not None and year_max is not None and year_min > year_max:
                 raise ValueError(f"the year range {year!r} is empty")
         clean = {k: (v.strip() or None) if isinstance(v, str) else v

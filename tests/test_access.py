@@ -53,6 +53,8 @@ def test_the_door_checks_host_origin_type_and_credentials() -> None:
     assert door.refusal("POST", {**ok, "origin": "null"}, {})[0] == 403
     assert door.refusal("POST", {**ok, "origin": "http://127.0.0.1:7860"}, {}) is None
     assert door.refusal("POST", {**ok, "content-type": "text/plain"}, {})[0] == 415  # a cross-site form post
+    assert door.refusal("POST", {**ok, "content-type": "application/json; charset=utf-8"}, {}) is None
+    assert door.refusal("POST", {**ok, "content-type": "application/jsonx"}, {})[0] == 415
     assert door.refusal("POST", {**ok, "authorization": "Bearer nope"}, {})[0] == 401
     assert door.refusal("GET", {"host": "localhost"}, {})[0] == 401
     assert Door().refusal("GET", {"host": "localhost"}, {}) is None, "no key, no logins: open (loopback only)"
@@ -100,6 +102,8 @@ def test_with_logins_the_api_and_mcp_need_a_login_or_the_key(chat) -> None:
 
     # no credential: nothing of the collection comes back, on either route
     assert httpx.get(f"{chat}/v1/models").status_code == 401
+    assert httpx.get(f"{chat}/openapi.json").status_code in (401, 404) and httpx.get(f"{chat}/docs").status_code in (
+        401, 404), "no route list of the server without a login"
     refused = _completion(chat)
     assert refused.status_code == 401 and "CorrSteer" not in refused.text
     assert refused.json()["error"]["code"] == "invalid_api_key"

@@ -19,7 +19,7 @@ def test_filters_parse_years_and_reject_nonsense():
     assert f is not None and (f.venue, f.year_min, f.year_max) == ("ICML", 2024, 2026)
     assert Filters.parse(year="2025").describe() == "year 2025"
     assert Filters.parse(year="2024-").year_max is None and Filters.parse(year="-2023").year_min is None
-    for bad in ("abc", "2026-2020", "20x5"):
+    for bad in ("abc", "2026-2020", "20x5", "1", "-5", "20266", "-"):  # a year has four digits
         with pytest.raises(ValueError):
             Filters.parse(year=bad)
 

@@ -42,6 +42,7 @@ async def _session_calls(storage: Path) -> dict[str, Any]:
             "question": "steering LLMs with correlated sparse autoencoder features", "year": "1900"}))
         out["search_year_number"] = _structured(await session.call_tool("search_papers", {
             "question": "steering LLMs with correlated sparse autoencoder features", "year": 2026, "top_k": 3}))
+        out["year_true"] = await session.call_tool("search_papers", {"question": "steering", "year": True})
         out["search_icml"] = _structured(await session.call_tool("search_papers", {
             "question": "steering LLMs with correlated sparse autoencoder features", "venue": "icml",
             "year": "2025-2026", "top_k": 3}))
@@ -71,6 +72,8 @@ def test_mcp_tools_over_stdio(seed_storage: Path):
     assert [p["doc_id"] for p in calls["search_icml"]["papers"]] == [p["doc_id"] for p in papers[:3]]
     assert {p["venue"] for p in calls["search_icml"]["papers"]} == {"ICML"}
     # a year given as a number, as agents send it, filters as the string does
+    # JSON true (read as the number 1) is no year: said so, not an empty list
+    assert calls["year_true"].is_error and "year must be YYYY" in calls["year_true"].content[0].text
     assert [p["doc_id"] for p in calls["search_year_number"]["papers"]] == [p["doc_id"] for p in papers[:3]]
 
     ask = calls["ask"]

@@ -99,3 +99,14 @@ def test_the_defaults_and_the_edges_of_each_range_are_valid():
     Settings()
     Settings(top_k=1, port=65535, min_score=0, dense_weight=1, chunk_overlap=0, chunk_size=256, answer_papers=10,
              chroma_url="https://chroma.example", openai_base_url="http://127.0.0.1:1/v1", collection="a.b-c_1")
+
+
+@pytest.mark.parametrize("key", ["   ", " k3y", "k3y ", "two words"])
+def test_an_api_key_with_spaces_is_refused(monkeypatch, key):
+    """A key of spaces announced "(bearer key required)" yet matched no client: a mistake, named as one."""
+    monkeypatch.setenv("RAG_BOT_API_KEY", key)
+    with pytest.raises(SettingsError) as caught:
+        Settings()
+    assert "RAG_BOT_API_KEY='***'" in str(caught.value) and "without spaces" in str(caught.value)
+    monkeypatch.setenv("RAG_BOT_API_KEY", "")
+    assert Settings().api_key is None, "empty means unset"

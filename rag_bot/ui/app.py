@@ -248,7 +248,7 @@ def chat_server(app: Any, engine: Engine, auth: list[tuple[str, str]] | None = N
     settings = engine.settings
     sessions = Sessions() if auth else None
     door = Door.of(settings, sessions)
-    server = FastAPI()
+    server = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)  # /v1/docs documents the API, behind the door
     mount_api(server, engine, door=door)  # before Gradio takes "/"
     mount_mcp(server, engine, door=door)
     mount_permalinks(server, engine)
@@ -258,6 +258,7 @@ def chat_server(app: Any, engine: Engine, auth: list[tuple[str, str]] | None = N
         auth=LoginThrottle(auth) if auth else None,
         auth_message="rag-bot: log in with the user and password from RAG_BOT_AUTH." if auth else None,
         show_error=False, max_file_size=f"{settings.max_upload_mb}mb", css=CSS, head=HEAD, footer_links=["api"],
+        app_kwargs={"openapi_url": None},  # Gradio's own route list, served without a login; the page needs none
     )
     if sessions is not None:  # the sessions live in the Gradio app mounted at "/"
         sessions.app = next(r.app for r in server.routes if isinstance(r, Mount) and r.path == "")
