@@ -72,8 +72,8 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
         # or /dev/null would leave an empty store in place of a healthy one).
         scan = scan_paths(paths, max_chars=settings.max_abstract_chars)
         if not scan.papers:
-            for problem in scan.problems:
-                print(f"warning: {problem}", file=sys.stderr)
+            for read_problem in scan.problems:
+                print(f"warning: {read_problem}", file=sys.stderr)
             return _fail("no paper could be read from these paths, so the store was not rebuilt; nothing was "
                          "changed (give the sources of the collection)", 2)
         print(f"Rebuilding the store: {rebuild_store(settings)}.", file=sys.stderr)
