@@ -132,17 +132,12 @@ def references(answer: Answer) -> str:
 def extension(answer: Answer) -> dict[str, Any]:
     """The `rag_bot` extension field: the JSON contract's citations, grounded and retrieved, the mode, a notice;
     their titles, quotes and notice made safe for Markdown clients, any url http(s) only (`rag_bot.sanitize`)."""
-    from rag_bot.sanitize import markdown_safe, safe_url
-
-    def safe(entry: dict[str, Any]) -> dict[str, Any]:
-        # Ids and scores pass as they are (a client sends an id back); text a client may render does not.
-        return {k: markdown_safe(v) if k in ("title", "quote") and isinstance(v, str)
-                else safe_url(v if isinstance(v, str) else None) if k == "url" else v for k, v in entry.items()}
+    from rag_bot.sanitize import markdown_safe, safe_fields
 
     return {
-        "citations": [safe(c.model_dump()) for c in answer.citations],  # as in the JSON contract (`to_json`)
+        "citations": [safe_fields(c.model_dump()) for c in answer.citations],  # as in the JSON contract
         "grounded": answer.grounded,
-        "retrieved": [safe(r) for r in answer.retrieved],
+        "retrieved": [safe_fields(r) for r in answer.retrieved],
         "mode": answer.mode,
         "llm": answer.llm,
         "notice": markdown_safe(answer.notice) if answer.notice else answer.notice,

@@ -122,7 +122,8 @@ def _questions(args: argparse.Namespace) -> list[str]:
         if _visible(line):  # a line of only NULs, a byte-order mark or zero-width spaces holds no question
             questions.append(line)
     if not questions:
-        raise BadFlag(f"no question in {where} ({len(lines)} lines skipped); put one question per line")
+        skipped = f"{len(lines)} line{'' if len(lines) == 1 else 's'} skipped"
+        raise BadFlag(f"no question in {where} ({skipped}); put one question per line")
     return questions
 
 

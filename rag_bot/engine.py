@@ -39,9 +39,12 @@ _FOLLOW_UP = re.compile(
 REWRITE_TURNS = 3  # earlier turns the model sees when it rewrites a follow-up
 MAX_QUESTION_CHARS = 4000  # a pasted abstract fits; longer text only slows every stage down
 _UNPRINTABLE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-# Invisible format characters (zero-width space and joiners, the byte-order mark, bidi controls, soft hyphen):
-# a question of only these is empty, and inside a word they would split its match.
-_INVISIBLE = re.compile(r"[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+# Characters that show nothing: format characters (zero-width space and joiners, the byte-order mark, bidi
+# controls, soft hyphen, the Mongolian vowel separator, tags), the combining grapheme joiner, variation selectors,
+# Hangul fillers and the blank Braille pattern. A question of only these is empty; inside a word they would split
+# its match.
+_INVISIBLE = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f"
+                        "\u2800\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e007f]")
 
 
 def clean_question(question: str | None) -> str:

@@ -15,7 +15,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
-from rag_bot.sanitize import safe_url
+from rag_bot.sanitize import plain_safe, safe_url
 from rag_bot.text import clean_markup
 from rag_bot.types import Answer, Paper
 
@@ -140,9 +140,18 @@ def to_csl(papers: Sequence[Paper]) -> list[dict[str, object]]:
 
 
 def export(papers: Sequence[Paper], fmt: Format) -> str:
-    """The papers in one of the formats, as text."""
+    """The papers in one of the formats, as text; their fields under the sanitiser's plain rules (a reference
+    manager or a Markdown preview may render them: no image, raw HTML or non-http(s) link from the corpus)."""
+    papers = [_plain(paper) for paper in papers]
     if fmt == "bibtex":
         return to_bibtex(papers)
     if fmt == "ris":
         return to_ris(papers)
     return json.dumps(to_csl(papers), ensure_ascii=False, indent=2) + "\n"
+
+
+def _plain(paper: Paper) -> Paper:
+    return paper.model_copy(update={
+        "title": plain_safe(paper.title), "text": plain_safe(paper.text),
+        "authors": [plain_safe(a) for a in paper.authors], "venue": plain_safe(paper.venue) if paper.venue else None,
+    })

@@ -24,6 +24,7 @@ import html
 import re
 import string
 from collections.abc import Callable
+from typing import Any
 
 from rag_bot.text import mask_credentials
 
@@ -69,6 +70,34 @@ def markdown_safe(text: str) -> str:
     in URLs masked, everything else unchanged."""
     masked = _Pass(_plan_mask, _render_mask).feed(text, final=True)
     return _Pass(_plan_rules, _render_markdown).feed(masked, final=True)
+
+
+def plain_safe(text: str) -> str:
+    """Text for data formats read by other programs (BibTeX, RIS, CSL-JSON): each unsafe construct's active
+    character dropped (no backslash, which BibTeX would read as a command), credentials in URLs masked."""
+    masked = mask_credentials(text)
+    edits, _ = _plan_rules(masked, 0, True)
+    return _render_plain(masked, 0, len(masked), edits)
+
+
+def safe_fields(entry: dict[str, Any]) -> dict[str, Any]:
+    """A record of the JSON contract (a citation, a retrieved paper) for clients: its text fields (title, quote)
+    `markdown_safe`, its url http(s) only, ids and scores as they are (a client sends an id back)."""
+    return {k: markdown_safe(v) if k in ("title", "quote") and isinstance(v, str)
+            else safe_url(v if isinstance(v, str) else None) if k == "url" else v for k, v in entry.items()}
+
+
+def safe_contract(data: dict[str, Any]) -> dict[str, Any]:
+    """The JSON contract of an answer (`Answer.to_json`) as served to clients: answer and notice `markdown_safe`,
+    citations and retrieved papers through `safe_fields`."""
+    out = dict(data)
+    for key in ("answer", "notice"):
+        if isinstance(out.get(key), str):
+            out[key] = markdown_safe(out[key])
+    for key in ("citations", "retrieved"):
+        if isinstance(out.get(key), list):
+            out[key] = [safe_fields(e) if isinstance(e, dict) else e for e in out[key]]
+    return out
 
 
 def html_safe(text: str) -> str:
@@ -228,6 +257,15 @@ def _render_markdown(text: str, lo: int, hi: int, edits: list[tuple[int, int]]) 
     out, at = [], lo
     for j, _ in edits:
         out += [text[at:j], "\\", text[j]]
+        at = j + 1
+    out.append(text[at:hi])
+    return "".join(out)
+
+
+def _render_plain(text: str, lo: int, hi: int, edits: list[tuple[int, int]]) -> str:
+    out, at = [], lo
+    for j, _ in edits:
+        out.append(text[at:j])
         at = j + 1
     out.append(text[at:hi])
     return "".join(out)

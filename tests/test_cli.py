@@ -345,7 +345,7 @@ def test_a_batch_without_a_readable_line_says_so_and_exits_2(run, tmp_path, cont
     assert "unexpected error" not in proc.stderr
 
 
-@pytest.mark.parametrize("question", ["\u200b", "\ufeff", "\u200b \u2060"])
+@pytest.mark.parametrize("question", ["\u200b", "\ufeff", "\u200b \u2060", "\U000e0020", "\u180e\u034f", "\u2800"])
 def test_a_question_of_invisible_characters_is_empty(run, question):
     proc = run("ask", question)
     assert proc.returncode == 2 and proc.stdout == "" and "the question is empty" in proc.stderr

@@ -74,3 +74,16 @@ def test_a_javascript_url_is_never_exported_as_a_link():
     for fmt in ("bibtex", "ris", "csl"):
         text = export([hostile, good], fmt)
         assert "javascript:" not in text and "https://e.org/g" in text, fmt
+
+
+def test_exported_fields_hold_nothing_active():
+    """A Markdown preview or a reference manager may render a title, an author or an abstract."""
+    from markdown_it import MarkdownIt
+
+    paper = Paper(doc_id="h#1", title="Glow ![t](http://127.0.0.1:9/t.png) <img src=x onerror=alert(1)>",
+                  text="We [click](javascript:alert(1)) and <a href='javascript:alert(2)'>here</a> [r]: javascript:x",
+                  source="h.jsonl", authors=["Eve <script>alert(5)</script>"])
+    for fmt in ("bibtex", "ris", "csl"):
+        page = MarkdownIt("commonmark", {"html": True}).render(export([paper], fmt))
+        assert "<img" not in page and "<script" not in page and 'href="javascript' not in page, (fmt, page)
+        assert "Glow" in page and "Eve" in page and "click" in page, fmt

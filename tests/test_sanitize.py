@@ -151,3 +151,23 @@ def test_a_stray_opener_holds_the_stream_only_briefly(pad):
         assert len(rest) <= max(DEST_WINDOW, CREDENTIAL_WINDOW) + len(opener) + 1, (opener, rest)
         if pad > max(DEST_WINDOW, CREDENTIAL_WINDOW):
             assert rest == "", opener
+
+
+def test_the_json_contract_is_served_with_nothing_active():
+    """`/ask` (the chat's JSON API) serves `Answer.to_json()` to clients that may render it."""
+    from markdown_it import MarkdownIt
+
+    from rag_bot.sanitize import safe_contract
+    from rag_bot.types import Answer, Citation
+
+    hostile = "Glow ![t](http://127.0.0.1:9/t.png) <img src=x onerror=alert(1)> [c](javascript:alert(1)) [1]."
+    answer = Answer(question="q", mode="ask", answer=hostile, grounded=True,
+                    citations=[Citation(n=1, doc_id="h#1", title=hostile, source="h.jsonl", quote=hostile)],
+                    retrieved=[{"doc_id": "h#1", "score": 0.5, "title": hostile, "url": "javascript:alert(4)"}])
+    data = safe_contract(answer.to_json())
+    texts = [data["answer"], data["citations"][0]["title"], data["citations"][0]["quote"], data["retrieved"][0]["title"]]
+    for text in texts:
+        page = MarkdownIt("commonmark", {"html": True}).render(text)
+        assert "<img" not in page and 'href="javascript' not in page and "Glow" in page, page
+    assert data["citations"][0]["doc_id"] == "h#1" and data["retrieved"][0]["url"] is None and "[1]" in data["answer"]
+

@@ -19,6 +19,7 @@ import gradio as gr
 from rag_bot.conversations import SavedTurn
 from rag_bot.errors import EmptyQuestionError, NoIndexError, StoreError
 from rag_bot.references import Format, cited_papers, export
+from rag_bot.sanitize import safe_contract
 from rag_bot.text import mask_credentials
 from rag_bot.types import Answer, Filters, Turn
 from rag_bot.ui.base import Library, Shared, owner_of
@@ -358,7 +359,7 @@ class ChatPanel:
             except Exception as exc:  # the caller gets one line; the log has the traceback
                 log.exception("error answering an /ask question")
                 raise gr.Error(SORRY.format(type(exc).__name__)) from None
-            result: dict[str, Any] = answer.to_json()
+            result: dict[str, Any] = safe_contract(answer.to_json())  # a client may render it: the shared rules
             return result
 
         return ask
