@@ -159,15 +159,29 @@ def store_error(settings: Settings, action: str, exc: BaseException) -> StoreErr
             f"access to the folder and its files (e.g. `chmod -R u+w {settings.storage}`, or run rag-bot as their "
             f"owner), then try again; the store needs no rebuild"
         )
-    if action == "write":
+    if action == "write" and _disk_full(exc, cause):
         return StoreError(
             f"the store could not be written (disk full?): {cause} [{where}]; the index as it was before this "
             f"ingest is kept; free some space and run the same ingest again to finish it"
+        )
+    if action == "write":  # another cause: name it, without guessing a full disk
+        return StoreError(
+            f"the store could not be written: {cause} [{where}]; the index as it was before this ingest is kept; "
+            f"run the same ingest again to finish it"
         )
     if any(mark in cause for mark in _DAMAGED):
         return StoreError(f"the store in the {where} is damaged ({cause}); {RECOVERY}")
     verb = "opened" if action == "open" else "read"
     return StoreError(f"the store in the {where} could not be {verb}: {cause}; {RECOVERY}")
+
+
+def _disk_full(exc: BaseException, cause: str) -> bool:
+    # ENOSPC / EDQUOT / EFBIG from the OS; SQLITE_FULL, or the disk I/O error sqlite reports when a write past
+    # a full disk (or a file-size limit) fails.
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return True
+    return any(mark in cause.lower() for mark in ("no space left", "disk is full", "disk i/o error", "file too large",
+                                                   "quota"))
 
 
 def forget_client(settings: Settings) -> None:

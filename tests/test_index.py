@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -432,3 +433,16 @@ def test_rebuild_leaves_a_conversations_folder_inside_the_store_folder(tmp_path:
     assert sorted(p.name for p in aside.iterdir()) == ["chroma.sqlite3", "lexicon"]
     assert sorted(p.name for p in storage.iterdir()) == ["chats", "rag-bot.lock"]
     assert (storage / "chats" / "conversations.sqlite3").read_bytes() == b"saved"
+
+
+def test_a_write_failure_guesses_a_full_disk_only_when_the_cause_says_so(tmp_path: Path) -> None:
+    """Every failed write used to say "(disk full?)", a locked database or a broken record included."""
+    from rag_bot.index import store_error
+
+    settings = Settings(storage=tmp_path / "store")
+    full = str(store_error(settings, "write", OSError(28, "No space left on device")))
+    assert "(disk full?)" in full and "free some space" in full
+    assert "(disk full?)" in str(store_error(settings, "write", sqlite3.OperationalError("database or disk is full")))
+    locked = str(store_error(settings, "write", sqlite3.OperationalError("database is locked")))
+    assert "disk full" not in locked and "free some space" not in locked
+    assert locked.startswith("the store could not be written: database is locked") and "run the same ingest" in locked
