@@ -119,13 +119,11 @@ def conversation(messages: Any, mode: Mode | None) -> tuple[str, list[Turn]]:
 
 # --- answers -> OpenAI shapes ------------------------------------------------------------------------------
 def references(answer: Answer) -> str:
-    """The References list appended to the answer text ('' when nothing is cited), its titles and ids made safe
-    for Markdown clients (`rag_bot.sanitize`)."""
-    from rag_bot.sanitize import markdown_safe
-
+    """The References list appended to the answer text ('' when nothing is cited); raw: each caller sanitises the
+    text it appends it to, as one (`rag_bot.sanitize`)."""
     if not answer.citations:
         return ""
-    lines = [markdown_safe(f"[{c.n}] {c.title} ({c.doc_id})") for c in answer.citations]
+    lines = [f"[{c.n}] {c.title} ({c.doc_id})" for c in answer.citations]
     return f"\n\n{REFERENCES_HEADING}:\n" + "\n".join(lines)
 
 
@@ -187,6 +185,13 @@ def sse(events: Iterator[str | Answer], first: str | Answer | None, model: str) 
     # The deltas sanitised as one text (the same as the unstreamed answer's): an image or a tag split across
     # deltas is held back until it is whole.
     safe = MarkdownStream()
+
+    def _ended(error: APIError) -> Iterator[str]:  # what was held back, then the error, then the end
+        if rest := safe.close():
+            yield _chunk(cid, created, model, {"content": rest})
+        yield f"data: {json.dumps(error.body())}\n\n"
+        yield "data: [DONE]\n\n"
+
     try:
         for event in _chain([first] if first is not None else [], events):
             if isinstance(event, Answer):
@@ -197,16 +202,10 @@ def sse(events: Iterator[str | Answer], first: str | Answer | None, model: str) 
                     yield _chunk(cid, created, model, {"content": piece})
     except Exception as exc:  # headers are sent: the error goes in the stream, in OpenAI's format
         log.warning("streamed answer failed (%s)", type(exc).__name__, exc_info=log.isEnabledFor(logging.DEBUG))
-        if rest := safe.close():
-            yield _chunk(cid, created, model, {"content": rest})
-        yield f"data: {json.dumps(_error_of(exc).body())}\n\n"
-        yield "data: [DONE]\n\n"
+        yield from _ended(_error_of(exc))
         return
     if answer is None:
-        if rest := safe.close():
-            yield _chunk(cid, created, model, {"content": rest})
-        yield f"data: {json.dumps(APIError(500, 'the answer stream ended early', 'server_error').body())}\n\n"
-        yield "data: [DONE]\n\n"
+        yield from _ended(APIError(500, "the answer stream ended early", "server_error"))
         return
     text = "".join(shown).strip()
     tail = ""

@@ -74,7 +74,6 @@ def word_count(text: str) -> int:
     return sum(1 for token in text.split() if any(ch.isalpha() for ch in token))
 
 
-
 @dataclass
 class ReadResult:
     """Papers read from some files, and the problems met on the way."""

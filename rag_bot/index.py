@@ -25,7 +25,7 @@ import os
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -124,7 +124,7 @@ def store_label(settings: Settings) -> str:
     return f"folder {settings.storage}"
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
     return mask_credentials(" ".join(str(exc).split())) or type(exc).__name__
 
 
@@ -133,7 +133,7 @@ def _unreachable(settings: Settings, exc: BaseException, action: str = "open") -
     again = "run the same ingest again (it finishes what is missing)" if action == "write" else "try again"
     return StoreError(
         f"cannot reach the Chroma server at {mask_credentials(settings.chroma_url or '')}: it is unreachable "
-        f"({_one_line(exc)}); check that it is running (`chroma run`) and that RAG_BOT_CHROMA_URL points to it, "
+        f"({one_line(exc)}); check that it is running (`chroma run`) and that RAG_BOT_CHROMA_URL points to it, "
         f"then {again}"
     )
 
@@ -148,7 +148,7 @@ def not_writable(exc: BaseException) -> bool:
 
 def store_error(settings: Settings, action: str, exc: BaseException) -> StoreError:
     """A store fault as the one line a user sees: what failed, where, and what to do."""
-    cause = _one_line(exc)
+    cause = one_line(exc)
     where = store_label(settings)
     if settings.chroma_url and isinstance(exc, httpx.TransportError):
         return _unreachable(settings, exc, action)
@@ -182,6 +182,22 @@ def _disk_full(exc: BaseException, cause: str) -> bool:
         return True
     return any(mark in cause.lower() for mark in ("no space left", "disk is full", "disk i/o error", "file too large",
                                                    "quota"))
+
+
+@contextmanager
+def folder_lock(storage: Path, wait: bool = True) -> Iterator[bool]:
+    """The ingest lock of a store folder (`LOCK_FILE`, across processes): yields whether it is held (False when
+    another process holds it and `wait` is False); OSError when the lock file cannot be opened."""
+    fd = os.open(storage / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            held = True
+        except OSError:
+            held = False
+        yield held
+    finally:
+        os.close(fd)
 
 
 def forget_client(settings: Settings) -> None:
@@ -435,20 +451,12 @@ class PaperIndex:
         if self.settings.chroma_url:
             yield True
             return
-        try:
-            fd = os.open(Path(self.settings.storage) / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError:
-            yield False
-            return
-        try:
+        with ExitStack() as stack:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-                held = True
-            except OSError:
+                held = stack.enter_context(folder_lock(Path(self.settings.storage), wait))
+            except OSError:  # the lock file cannot be made: a read-only store
                 held = False
             yield held
-        finally:
-            os.close(fd)
 
     def health(self) -> Health:
         """Counts and inconsistencies of the store (for `rag-bot doctor`): one pass over the papers' metadata (in
@@ -643,7 +651,7 @@ class PaperIndex:
                 for start in range(0, len(doc_ids), 500):
                     cache.delete(ids=list(doc_ids[start:start + 500]))
         except STORE_FAULTS + (ValueError,) as exc:
-            log.warning("could not drop the removed papers' sentence vectors: %s", _one_line(exc))
+            log.warning("could not drop the removed papers' sentence vectors: %s", one_line(exc))
 
     def _write_batch(self, batch: Sequence[tuple[Paper, str]]) -> int:
         ids = [paper.doc_id for paper, _ in batch]

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from rag_bot.index import PaperIndex, paper_from_record
+from rag_bot.index import PaperIndex
 from rag_bot.text import clean_markup
 from rag_bot.types import Paper
 
@@ -167,17 +167,9 @@ def load_or_build(index: PaperIndex, stemmer: Any) -> Lexicon:
 
 
 def _read_records(index: PaperIndex) -> list[tuple[str, list[Any]]]:
-    """(doc_id, [title, text, ...]) of every paper, as stored."""
-    out = []
-    for batch in index._iter_records(include=["documents", "metadatas"]):
-        for doc_id, text, meta in zip(batch["ids"], batch["documents"] or [], batch["metadatas"] or []):
-            try:  # read as every other reader reads a paper (index.paper_from_record)
-                paper = paper_from_record(doc_id, text or "", dict(meta or {}))
-            except ValueError as exc:  # one malformed record must not stop every question
-                log.warning("paper %s skipped: %s; run `rag-bot doctor`", doc_id, exc)
-                continue
-            out.append((doc_id, [getattr(paper, name) for name in _FIELDS]))
-    return out
+    """(doc_id, [title, text, ...]) of every paper, as stored (read as every reader reads them, `all_papers`: a
+    malformed record is skipped with a warning)."""
+    return [(paper.doc_id, [getattr(paper, name) for name in _FIELDS]) for paper in index.all_papers()]
 
 
 def _build(records: list[tuple[str, list[Any]]], stemmer: Any, state: dict[str, Any]) -> tuple[Lexicon, dict[str, Any]]:

@@ -20,18 +20,17 @@ import os
 import tempfile
 import uuid
 import zlib
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from chromadb.api.types import validate_metadata
 
 from rag_bot.embedding import DIMENSIONS
 from rag_bot.errors import StoreError
-from rag_bot.index import PaperIndex, paper_from_record, store_label
-from rag_bot.text import mask_credentials
+from rag_bot.index import PaperIndex, one_line, paper_from_record, store_label
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +38,7 @@ FORMAT = "rag-bot-collection"
 VERSION = 1
 BATCH = 500  # records per Chroma call: bounded memory, and well under Chroma's largest batch
 KINDS = ("chunk", "paper")
+T = TypeVar("T")
 
 
 def _records(collection: Any, total: int) -> Iterator[tuple[str, str, dict[str, Any], list[float]]]:
@@ -234,10 +234,19 @@ def _check(lines: Iterator[tuple[int, str]], index_version: str) -> Plan:
     return plan
 
 
+def _in_batches(items: Iterable[T]) -> Iterator[list[T]]:
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
 def _batches(ids: set[str]) -> Iterator[list[str]]:
-    ordered = sorted(ids)
-    for start in range(0, len(ordered), BATCH):
-        yield ordered[start:start + BATCH]
+    return _in_batches(sorted(ids))
 
 
 class _Backup:
@@ -288,11 +297,15 @@ class _Backup:
         self.path.unlink(missing_ok=True)
 
 
-def _upsert(index: PaperIndex, kind: str, records: list[dict[str, Any]]) -> None:
-    if records:
-        collection = index.chunks if kind == "chunk" else index.papers
-        collection.upsert(ids=[r["id"] for r in records], documents=[r["document"] for r in records],
-                          metadatas=[r["metadata"] for r in records], embeddings=[r["embedding"] for r in records])
+def _upsert(index: PaperIndex, kind: str, records: Iterable[dict[str, Any]],
+            progress: Callable[[int], None] | None = None) -> None:
+    """Write records of one kind, `BATCH` at a time (bounded memory); `progress` counts the papers written."""
+    collection = index.chunks if kind == "chunk" else index.papers
+    for batch in _in_batches(records):
+        collection.upsert(ids=[r["id"] for r in batch], documents=[r["document"] for r in batch],
+                          metadatas=[r["metadata"] for r in batch], embeddings=[r["embedding"] for r in batch])
+        if progress and kind == "paper":
+            progress(len(batch))
 
 
 def _write(index: PaperIndex, path: Path, plan: Plan, stale: set[str], progress: Callable[[int], None] | None,
@@ -307,23 +320,19 @@ def _write(index: PaperIndex, path: Path, plan: Plan, stale: set[str], progress:
         if kind == "paper":
             for ids in _batches(stale):
                 index.chunks.delete(ids=ids)
-        batch: list[dict[str, Any]] = []
-        for _, line in _lines(path):
-            record = json.loads(line)
-            if not isinstance(record, dict) or record.get("kind") != kind:
-                continue
-            if record.get("id") not in (plan.chunks if kind == "chunk" else plan.papers):
-                raise ValueError(f"{path} changed while it was being imported")
-            batch.append(record)
-            if len(batch) >= BATCH:
-                _upsert(index, kind, batch)
-                if progress and kind == "paper":
-                    progress(len(batch))
-                batch = []
-        _upsert(index, kind, batch)
-        if progress and kind == "paper" and batch:
-            progress(len(batch))
+        _upsert(index, kind, _file_records(path, plan, kind), progress)
     index.record_write()
+
+
+def _file_records(path: Path, plan: Plan, kind: str) -> Iterator[dict[str, Any]]:
+    """The file's records of one kind, read again (a checked file: one that changed since is refused)."""
+    for _, line in _lines(path):
+        record = json.loads(line)
+        if not isinstance(record, dict) or record.get("kind") != kind:
+            continue
+        if record.get("id") not in (plan.chunks if kind == "chunk" else plan.papers):
+            raise ValueError(f"{path} changed while it was being imported")
+        yield record
 
 
 def _restore(index: PaperIndex, plan: Plan, backup: _Backup) -> None:
@@ -334,20 +343,13 @@ def _restore(index: PaperIndex, plan: Plan, backup: _Backup) -> None:
     for ids in _batches(plan.chunks):
         index.chunks.delete(ids=ids)
     for kind in KINDS:
-        batch: list[dict[str, Any]] = []
-        for record in backup.records(kind):
-            batch.append(record)
-            if len(batch) >= BATCH:
-                _upsert(index, kind, batch)
-                batch = []
-        _upsert(index, kind, batch)
+        _upsert(index, kind, backup.records(kind))
     index.record_write()
 
 
 def _cause(exc: BaseException) -> str:
     """The real cause of a failure in one line (a store fault's own error, not the ingest's advice around it)."""
-    cause = exc.__cause__ if isinstance(exc, StoreError) and exc.__cause__ is not None else exc
-    return mask_credentials(" ".join(str(cause).split())) or type(cause).__name__
+    return one_line(exc.__cause__ if isinstance(exc, StoreError) and exc.__cause__ is not None else exc)
 
 
 def import_collection(index: PaperIndex, path: Path, progress: Callable[[int], None] | None = None) -> dict[str, int]:

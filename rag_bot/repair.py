@@ -8,11 +8,11 @@ folder cannot be written (the fix then is its permissions, not a rebuild).
 from __future__ import annotations
 
 import errno
-import fcntl
 import logging
 import os
 import shutil
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 from chromadb.errors import NotFoundError
@@ -23,6 +23,7 @@ from rag_bot.index import (
     LOCK_FILE,
     SENTENCES_SUFFIX,
     STORE_FAULTS,
+    folder_lock,
     forget_client,
     not_writable,
     open_client,
@@ -59,22 +60,18 @@ def rebuild_store(settings: Settings) -> str:
     keep = _not_the_store(settings)
     if not storage.is_dir() or not any(p.name not in keep for p in storage.iterdir()):
         return f"no store in {storage} yet; creating one"
-    try:
-        fd = os.open(storage / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise store_error(settings, "write", exc) from exc
-    try:
+    with ExitStack() as stack:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+            held = stack.enter_context(folder_lock(storage, wait=False))
+        except OSError as exc:
+            raise store_error(settings, "write", exc) from exc
+        if not held:
             raise StoreError(
                 f"another `rag-bot ingest` is writing the store in {storage}; nothing was moved: wait for it to "
                 f"finish, then run the rebuild again"
-            ) from None
+            )
         forget_client(settings)  # this process's cached connection must not outlive the files it had open
         return _move_aside(settings, storage, keep)
-    finally:
-        os.close(fd)
 
 
 def _move_aside(settings: Settings, storage: Path, keep: set[str]) -> str:

@@ -75,9 +75,7 @@ def markdown_safe(text: str) -> str:
 def plain_safe(text: str) -> str:
     """Text for data formats read by other programs (BibTeX, RIS, CSL-JSON): each unsafe construct's active
     character dropped (no backslash, which BibTeX would read as a command), credentials in URLs masked."""
-    masked = mask_credentials(text)
-    edits, _ = _plan_rules(masked, 0, True)
-    return _render_plain(masked, 0, len(masked), edits)
+    return _whole(text, _render_plain)
 
 
 def safe_fields(entry: dict[str, Any]) -> dict[str, Any]:
@@ -103,9 +101,14 @@ def safe_contract(data: dict[str, Any]) -> dict[str, Any]:
 def html_safe(text: str) -> str:
     """Text for a Markdown renderer that accepts HTML (the chat): HTML-escaped, unsafe constructs' active
     characters as entities, credentials in URLs masked."""
-    masked = mask_credentials(text)  # unbounded here: the chat renders whole texts, nothing is held back
+    return _whole(text, _render_html)
+
+
+def _whole(text: str, render: Render) -> str:
+    # Unbounded: the chat and the exports take whole texts, nothing is held back.
+    masked = mask_credentials(text)
     edits, _ = _plan_rules(masked, 0, True)
-    return _render_html(masked, 0, len(masked), edits)
+    return render(masked, 0, len(masked), edits)
 
 
 class MarkdownStream:
@@ -253,28 +256,25 @@ def _unsafe_destination(window: str, ended: bool) -> bool:
     return not ended  # only scheme characters up to the window's end: undecidable
 
 
-def _render_markdown(text: str, lo: int, hi: int, edits: list[tuple[int, int]]) -> str:
+def _rewrite(text: str, lo: int, hi: int, edits: list[tuple[int, int]], active: Callable[[str], str],
+             between: Callable[[str], str] = str) -> str:
+    """text[lo:hi] with each edited (active) character replaced by `active(ch)`, the rest passed through
+    `between`."""
     out, at = [], lo
     for j, _ in edits:
-        out += [text[at:j], "\\", text[j]]
+        out += [between(text[at:j]), active(text[j])]
         at = j + 1
-    out.append(text[at:hi])
+    out.append(between(text[at:hi]))
     return "".join(out)
+
+
+def _render_markdown(text: str, lo: int, hi: int, edits: list[tuple[int, int]]) -> str:
+    return _rewrite(text, lo, hi, edits, lambda ch: "\\" + ch)  # a CommonMark backslash escape
 
 
 def _render_plain(text: str, lo: int, hi: int, edits: list[tuple[int, int]]) -> str:
-    out, at = [], lo
-    for j, _ in edits:
-        out.append(text[at:j])
-        at = j + 1
-    out.append(text[at:hi])
-    return "".join(out)
+    return _rewrite(text, lo, hi, edits, lambda ch: "")
 
 
 def _render_html(text: str, lo: int, hi: int, edits: list[tuple[int, int]]) -> str:
-    out, at = [], lo
-    for j, _ in edits:
-        out += [html.escape(text[at:j], quote=False), _HTML_ENTITY[text[j]]]
-        at = j + 1
-    out.append(html.escape(text[at:hi], quote=False))
-    return "".join(out)
+    return _rewrite(text, lo, hi, edits, _HTML_ENTITY.__getitem__, lambda part: html.escape(part, quote=False))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 from urllib.parse import urlsplit
@@ -11,9 +10,10 @@ from urllib.parse import urlsplit
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-# Settings whose value is never shown in an error message, and a URL's user:password part, masked in any value.
+from rag_bot.text import mask_credentials
+
+# Settings whose value is never shown in an error message (a URL's user:password is masked in any value).
 SECRET_FIELDS = frozenset({"openai_api_key", "api_key", "auth"})
-URL_CREDENTIALS = re.compile(r"(?<=://)[^/@\s]*@")
 SHOWN_CHARS = 60  # a longer bad value is cut in the message: one readable line
 BOUND_WORDS = {"ge": "at least", "gt": "above", "le": "at most", "lt": "below"}
 URL_RULE = "an http:// or https:// URL like http://host:port (a port from 1 to 65535)"
@@ -204,7 +204,7 @@ class Settings(BaseSettings):
         # spaces around a key would make it unmatchable: both are mistakes, not keys. Empty means unset.
         if value is None or value == "":
             return None
-        if not value.strip() or value != value.strip() or any(ch.isspace() for ch in value):
+        if any(ch.isspace() for ch in value):
             raise ValueError("not one word")
         return value
 
@@ -284,7 +284,7 @@ def shown(name: str, value: object) -> str:
     """A bad value as the error shows it: secrets masked, credentials in a URL masked, long values cut."""
     if name in SECRET_FIELDS:
         return "'***' (hidden)"
-    text = URL_CREDENTIALS.sub("***@", str(value))
+    text = mask_credentials(str(value))
     return repr(text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "...")
 
 

@@ -353,7 +353,7 @@ def saved_answer_html(text: str) -> str:
     """A saved answer's Markdown as HTML, as the chat shows it (headings, emphasis, lists, tables, line breaks)
     under the shared rules: raw HTML shown as text, images not rendered (their `!` stays text and the link a
     link), only http(s) or in-page links, credentials masked."""
-    return _saved_markdown().render(markdown_safe(mask_credentials(text)))
+    return _saved_markdown().render(markdown_safe(text))  # markdown_safe masks credentials too
 
 
 @lru_cache(maxsize=1)
