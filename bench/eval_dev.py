@@ -18,12 +18,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from rag_bot.engine import Engine  # noqa: E402
-from rag_bot.evaluate import DEFAULT_SET, Question, evaluate, load_questions  # noqa: E402
-from rag_bot.ground import EVIDENCE_PAPERS, unheld_words  # noqa: E402
+from rag_bot.evaluate import DEFAULT_SET, evaluate, load_questions  # noqa: E402
+from rag_bot.relevance import load  # noqa: E402
 from rag_bot.settings import Settings  # noqa: E402
-from rag_bot.text import question_concepts, topic_query  # noqa: E402
-
-FOCUS_THRESHOLDS = (0.61, 0.70, 0.75, 0.80, 0.85)
 
 COLUMNS = ["R@1", "R@5", "MRR@10", "summary/compare recall", "refusal accuracy", "false refusals",
            "fact accuracy", "citation integrity", "latency p50 ms", "latency p95 ms"]
@@ -39,7 +36,7 @@ def main() -> None:
             engine = Engine(Settings(storage=Path(tmp), retrieval=retrieval))
             metrics = evaluate(engine, questions)
             rows.append((retrieval, metrics))
-        # Refusal calibration: the evidence score of every question under the default configuration.
+        # The answer's confidence (the best paper's fitted probability) of every question naming no paper.
         engine = Engine(Settings(storage=Path(tmp)))
         scores = {"answerable": [], "unanswerable": []}
         for q in questions:
@@ -48,11 +45,6 @@ def main() -> None:
                 continue  # named papers are always answered
             key = "unanswerable" if q.kind == "unanswerable" else "answerable"
             scores[key].append(engine.ground(q.question).evidence)
-        focus = {"seeds": focus_calibration(Path(tmp), questions)}
-    for size in (3000, 22000):
-        store = ROOT / "storage" / f"bench-{size}"
-        if (store / "chroma.sqlite3").exists():
-            focus[f"{size} (storage/bench-{size})"] = focus_calibration(store, questions)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     lines = [f"Dev set: {len(questions)} questions (`tests/data/dev_questions.jsonl`), commit `{commit}`, "
              f"{time.strftime('%Y-%m-%d')}.", "",
@@ -60,57 +52,20 @@ def main() -> None:
     for retrieval, metrics in rows:
         lines.append(f"| {retrieval} | " + " | ".join(str(metrics[c]) for c in COLUMNS) + " |")
     answerable, unanswerable = np.array(scores["answerable"]), np.array(scores["unanswerable"])
-    lines += ["", "Evidence score (best sentence similarity in the top 3 papers + margin of the best paper + 0.4 x "
-              "question-word coverage), "
-              "questions that name no paper:", "",
+    lines += ["", "Confidence (the best paper's probability under the fitted relevance model, rag_bot/relevance.py) "
+              "of the questions that name no paper:", "",
               "| questions | n | min | p10 | median | p90 | max |", "|---|---|---|---|---|---|---|"]
     for label, values in (("answerable", answerable), ("unanswerable", unanswerable)):
         p = np.percentile(values, [0, 10, 50, 90, 100])
         lines.append(f"| {label} | {len(values)} | " + " | ".join(f"{x:.3f}" for x in p) + " |")
-    lines += ["", "| threshold | refusal accuracy | false refusals |", "|---|---|---|"]
-    for t in (0.52, 0.55, 0.58, 0.61, 0.64, 0.67):
-        lines.append(f"| {t:.2f} | {np.mean(unanswerable < t):.3f} | {np.mean(answerable < t):.3f} |")
-    lines += ["", "The focus check for short questions (rag_bot/ground.py): every question that names no paper, is not a "
-              "join of concepts, is answered without the check and has a word none of the top 3 papers holds "
-              "(evidence; the unheld words and their share of the topic's words). The check declines it below the "
-              "focus threshold when at least 2 words and 40 % are unheld.", ""]
-    for store, (listed, _) in focus.items():
-        lines.append(f"- {store}: " + ("; ".join(listed) or "none"))
-    lines += ["", "| focus threshold | " + " | ".join(f"{s} refusal acc. / false refusals" for s in focus) + " |",
-              "|---" * (len(focus) + 1) + "|"]
-    for t in FOCUS_THRESHOLDS:
-        lines.append(f"| {t:.2f} | " + " | ".join(f"{sweep[t][0]:.3f} / {sweep[t][1]:.3f}"
-                                               for _, sweep in focus.values()) + " |")
+    fitted = load().answer_cut
+    lines += ["", "| answer cut | refusal accuracy | false refusals |", "|---|---|---|"]
+    for t in sorted({fitted, *np.round(np.linspace(0.1, 0.9, 9), 2)}):
+        mark = " (fitted)" if t == fitted else ""
+        lines.append(f"| {t:.3f}{mark} | {np.mean(unanswerable < t):.3f} | {np.mean(answerable < t):.3f} |")
     text = "\n".join(lines) + "\n"
     (ROOT / "docs" / "eval_dev.md").write_text(text)
     print(text)
-
-
-def focus_calibration(
-    store: Path, questions: list[Question]
-) -> tuple[list[str], dict[float, tuple[float, float]]]:
-    """The questions the focus check can act on in this store, and the refusal accuracy and false refusals at
-    each focus threshold."""
-    engine = Engine(Settings(storage=store, focus_threshold=0.0))
-    listed = []
-    for q in questions:
-        papers = engine.retriever.retrieve_papers(q.question)
-        topic = topic_query(q.question)
-        if not papers or papers[0].named or len(question_concepts(topic)) >= 2:
-            continue
-        decision = engine.ground(q.question)
-        unheld, share = unheld_words(topic, papers[:EVIDENCE_PAPERS])
-        if decision.grounded and unheld:
-            kind = "unanswerable" if q.kind == "unanswerable" else "answerable"
-            listed.append(f"{q.id} ({kind}) {decision.evidence:.3f}: {', '.join(unheld)} ({share:.0%})")
-    sweep = {}
-    for t in FOCUS_THRESHOLDS:
-        # The same model, lexicon and sentence vectors: only the grounding's threshold changes.
-        swept = Engine(Settings(storage=store, focus_threshold=t), index=engine.index, retriever=engine.retriever,
-                       sentences=engine.sentences)
-        metrics = evaluate(swept, questions)
-        sweep[t] = (float(metrics["refusal accuracy"]), float(metrics["false refusals"]))
-    return listed, sweep
 
 
 if __name__ == "__main__":

@@ -33,6 +33,11 @@ log = logging.getLogger(__name__)
 
 RETRIEVED_IN_ANSWER = 10  # ranked papers listed in an answer's `retrieved`
 LABEL_CACHE = 2000  # groups of papers whose theme-label candidates are kept
+QUOTED_TOPIC_WORDS = 12  # a refusal quotes the question's topic back when it is at most this long (not a pasted abstract)
+# The words a question opens with before its topic ("how well do", "is there", "what are"), not quoted back.
+_QUESTION_LEAD = re.compile(r"^(?:(?:how(?: well| much| far)?|what|which|why|when|where|who)\s+(?:do|does|did|is|are|"
+                            r"can|could|would|should|was|were)\s+|(?:is|are) there (?:any )?|(?:do|does|can|could) )",
+                            re.IGNORECASE)
 _COMPARE = re.compile(
     r"\b(compare|comparison|contrast|versus|vs\.?|differ(?:s|ence|ences)?|similarit(?:y|ies)|"
     r"which is better|how does .+ relate to)\b",
@@ -158,15 +163,19 @@ def word_deltas(text: str) -> list[str]:
     return re.findall(r"\S+\s*|\s+", text)
 
 
-def decline(question: str, mode: Mode, ranked: Sequence[ScoredPaper], filters: Filters | None = None) -> Answer:
-    """The plain refusal for a question the collection does not answer, naming the nearest topics it covers."""
+def decline(question: str, mode: Mode, ranked: Sequence[ScoredPaper], filters: Filters | None = None,
+            missing: str = "") -> Answer:
+    """The plain refusal for a question the collection does not answer: what it lacks (grounding's sentence, or
+    the question's own topic when short enough to quote), and the nearest topics it covers."""
     if filters is not None and not ranked:
         text = (f"No paper in the collection matches {filters.describe()}, so there is nothing to answer from "
                 f"(the search is not widened to the whole collection).")
         return Answer(question=question, mode=mode, answer=text, grounded=False, citations=[], retrieved=[])
     nearest = ", ".join(f"*{clean_markup(p.paper.title)}*" for p in ranked[:3])
-    text = "The collection does not seem to cover this: no abstract in it is a close enough match to " \
-           "answer with a citation."
+    topic = _QUESTION_LEAD.sub("", topic_query(question)).strip(" ?.!")
+    what = f"“{topic}”" if topic and len(topic.split()) <= QUOTED_TOPIC_WORDS else "this"
+    text = missing or (f"The collection does not seem to cover {what}: no abstract in it is a close enough match "
+                       "to answer with a citation.")
     if nearest:
         text += f" The nearest topics it does cover are {nearest}."
     return Answer(question=question, mode=mode, answer=text, grounded=False, citations=[], retrieved=[])
@@ -223,13 +232,14 @@ class PaperSynthesizer(BaseSynthesizer):
         if query.filter_note:  # the answer says which filter it used, first
             yield from word_deltas(f"_{query.filter_note}_\n\n")
         missing = missing_note(nodes)
-        if missing:  # then what the collection lacks of the question
-            yield from word_deltas(f"{missing}\n\n")
         if not sources:
-            answer = decline(query.question, query.mode, ranked, query.filters)
+            answer = decline(query.question, query.mode, ranked, query.filters, missing)
             yield from word_deltas(answer.answer)
+            missing = ""
         else:
-            for event in self.write(query.question, query.mode, sources, query.stream):
+            if missing:  # what the collection lacks of the question leads; the closest papers follow, plainly
+                yield from word_deltas(f"{missing}\n\n")
+            for event in self.write(query.question, "ask" if missing else query.mode, sources, query.stream):
                 if isinstance(event, Answer):
                     answer = event
                 else:
@@ -240,6 +250,7 @@ class PaperSynthesizer(BaseSynthesizer):
             self._check_support(answer, sources)
         if missing:
             answer.answer = f"{missing}\n\n{answer.answer}"
+            answer.mode = query.mode
         if query.filter_note:
             answer.answer = f"_{query.filter_note}_\n\n{answer.answer}"
         answer.filters = query.filters

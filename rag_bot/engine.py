@@ -118,7 +118,8 @@ class Engine:
     def grounding(self) -> GroundingPostprocessor:
         """The grounding stage (a llama-index node postprocessor over the pure rules of ground.py)."""
         if self._grounding is None:
-            self._grounding = GroundingPostprocessor(sentences=self.sentences, settings=self.settings)
+            self._grounding = GroundingPostprocessor(sentences=self.sentences, settings=self.settings,
+                                                     collection_size=lambda: len(self.retriever.papers))
         return self._grounding
 
     @property

@@ -520,7 +520,7 @@ class PaperIndex:
         """Whole-abstract vectors of the given papers."""
         if not doc_ids:
             return {}
-        got = self.papers.get(ids=list(doc_ids), include=["embeddings"])
+        got = self.papers.get(ids=list(dict.fromkeys(doc_ids)), include=["embeddings"])
         return {i: list(v) for i, v in zip(got["ids"], got["embeddings"])}  # type: ignore[arg-type]
 
     def paper_matrix(self) -> tuple[list[str], np.ndarray]:

@@ -45,6 +45,11 @@ def packaged_seeds() -> Path:
     return shipped if shipped.is_dir() else package.parent / "seeds"
 
 
+# Settings of the evidence score the fitted relevance decision replaced (issue 20).
+RETIRED = ("RAG_BOT_REFUSAL_THRESHOLD", "RAG_BOT_FOCUS_THRESHOLD", "RAG_BOT_REFUSAL_MARGIN_WEIGHT",
+           "RAG_BOT_REFUSAL_COVERAGE_WEIGHT")
+
+
 class Settings(BaseSettings):
     """Every knob of rag-bot, with its environment variable RAG_BOT_<NAME>."""
 
@@ -107,23 +112,12 @@ class Settings(BaseSettings):
     min_score: float = Field(
         0.30, ge=0.0, le=1.0, description="Least cosine similarity of a paper to the question for it to be cited."
     )
-    # The thresholds are at most the highest evidence score there is (checked in `_consistent`).
-    refusal_threshold: float = Field(
-        0.61,
+    answer_confidence: float | None = Field(
+        None,
         ge=0.0,
-        description="The bot declines when its evidence score (best sentence similarity in the top 3 "
-        "papers + margin weight x how far the best paper stands out + coverage weight x share of the "
-        "question's words they contain) is below this; calibrated in docs/eval.md.",
-    )
-    focus_threshold: float = Field(
-        0.75,
-        ge=0.0,
-        description="A short question (at most 16 words) two or more of whose words appear in none of the top 3 "
-        "papers needs at least this evidence score to be answered; calibrated in docs/eval.md.",
-    )
-    refusal_margin_weight: float = Field(1.0, ge=0.0, description="Weight of the best paper's margin in the evidence score.")
-    refusal_coverage_weight: float = Field(
-        0.4, ge=0.0, description="Weight of the question-word coverage of the top papers in the evidence score."
+        le=1.0,
+        description="Least probability (0 to 1) that the best retrieved paper belongs to the answer for the bot to "
+        "answer; unset, the cut fitted with the relevance model (rag_bot/relevance_model.json, docs/eval.md).",
     )
     # At most 10: the chat's "Papers to use" slider offers 1 to 10.
     answer_papers: int = Field(6, ge=1, le=10, description="Most papers an answer or summary cites.")
@@ -230,12 +224,11 @@ class Settings(BaseSettings):
         if self.chunk_size > self.max_tokens:
             raise ValueError(f"RAG_BOT_CHUNK_SIZE={self.chunk_size} must be at most RAG_BOT_MAX_TOKENS="
                              f"{self.max_tokens} (the model reads no further: the rest of a chunk is never searched)")
-        # The evidence score is a similarity (at most 1) plus the weighted margin and coverage (each at most 1).
-        most = 1 + self.refusal_margin_weight + self.refusal_coverage_weight
-        for name in ("refusal_threshold", "focus_threshold"):
-            if getattr(self, name) > most:
-                raise ValueError(f"{variable(name)}={getattr(self, name):g} must be at most {most:g}, the highest "
-                                 "evidence score with these weights (above it every question is declined)")
+        retired = [name for name in RETIRED if name in os.environ]
+        if retired:  # set, it would be ignored without a word: the decision it tuned is gone
+            raise ValueError(f"{', '.join(retired)} no longer exist{'s' if len(retired) == 1 else ''}: the refusal "
+                             "is a fitted decision now; unset it, or set RAG_BOT_ANSWER_CONFIDENCE (0 to 1) "
+                             "(docs/eval.md)")
         return self
 
     def data_path(self) -> Path:

@@ -237,7 +237,20 @@ def mask_credentials(text: str) -> str:
 # "apply X to Y", "use X to steer Y", "X used to design Y": the same join as "X for Y".
 _APPLIED_TO = re.compile(r"\b(?:apply|applies|applying|applied|use|uses|using|used)\s+(.+?)\s+to\s+",
                          re.IGNORECASE)
-_CONCEPT_JOINS = re.compile(r"\s+(?:for|in|with|using|via|applied to|on)\s+", re.IGNORECASE)
+# "has X been applied to Y", "X being used for Y": also X for Y.
+_BEEN_APPLIED = re.compile(r"^(?:(?:has|have|is|are|was|were)\s+)?(.+?)\s+(?:been|being|be)\s+(?:applied|used)\s+"
+                           r"(?:to|for|in|on)\s+(.+)$", re.IGNORECASE)
+_BASED = re.compile(r"\b([\w\-]+?)-based\s+(.+)$", re.IGNORECASE)  # "GAN-based music generation": music generation with GAN
+_CONCEPT_JOINS = re.compile(r"\s+(?:for|in|with|using|via|applied to|on|(?:approaches|methods|techniques) to)\s+",
+                            re.IGNORECASE)
+# What follows the topic in a chatty question: an aside in brackets, an example ("e.g. ..."), a dash or colon and
+# what comes after it, a closing "anything?" or "in any of these papers".
+_ASIDE = re.compile(r"\([^)]*\)|\s+(?:e\.g\.|i\.e\.|such as|like|where|when|so that|so|whether)\b.*$|\s[-–—:/]\s.*$|"
+                    r",\s.*$|\?.*$", re.IGNORECASE)
+_OPENING = re.compile(r"^(?:(?:any(?:thing)?|has|have|does|do|is|are|was|were|handles?|studies|study)\s+)+"
+                      r"(?:(?:work|papers?|research)\s+)?(?:(?:on|about)\s+)?", re.IGNORECASE)
+_TRAILER = re.compile(r"(?:\s*[-–—,]?\s*\b(?:anything|any papers?|any work)\s*)$|\s+in (?:any of )?(?:these|the) "
+                      r"papers$", re.IGNORECASE)
 # Words too general to tell a concept apart: every abstract of the field has them.
 _GENERAL = set(
     "model models large language llm llms learning method methods approach approaches based using use new "
@@ -246,8 +259,10 @@ _GENERAL = set(
     "do which how who why when where gain gains say says".split()
 )
 _WORD_RE = re.compile(r"(?u)\b\w\w+\b")
-CONCEPT_TOPIC_WORDS = 10  # longer topics are not split into concepts
-CONCEPT_WORDS = 4  # a concept is a short noun phrase
+_EMPTY_CONCEPT = {"any", "anything", "there", "is", "are", "paper", "papers", "these", "those", "this", "work", "of",
+                  "the"}
+CONCEPT_TOPIC_WORDS = 14  # longer topics (after their asides) are not split into concepts
+CONCEPT_WORDS = 5  # a concept is a short noun phrase
 
 
 @lru_cache(maxsize=1)
@@ -270,7 +285,8 @@ def question_concepts(topic: str) -> tuple[tuple[str, frozenset[str], bool], ...
     """The concepts a question's topic joins, each with its distinctive stems and whether it is made of general
     words only: "speculative decoding for speech recognition" -> (("speculative decoding", {specul, decod}, False),
     ("speech recognition", {speech, recognit}, False))."""
-    topic = _APPLIED_TO.sub(r"\1 for ", topic.strip(" ?.!"))
+    topic = _OPENING.sub("", _TRAILER.sub("", _ASIDE.sub("", topic.strip())).strip(" ?.!,;"))
+    topic = _BASED.sub(r"\2 with \1", _BEEN_APPLIED.sub(r"\1 for \2", _APPLIED_TO.sub(r"\1 for ", topic)))
     if len(topic.split()) > CONCEPT_TOPIC_WORDS:
         return ()  # a long question describes one need in many words; it is not a join of short concepts
     concepts = []
@@ -281,7 +297,7 @@ def question_concepts(topic: str) -> tuple[tuple[str, frozenset[str], bool], ...
         # In American spelling, as most abstracts are written ("defences" -> "defenses").
         stems = frozenset(word_stems(" ".join(spellings(w)[-1] for w in distinctive or words))) if words else frozenset()
         phrase = re.sub(r"^(?:the|a|an|what does|which papers use)\s+", "", part.strip(), flags=re.IGNORECASE)
-        if stems and phrase and len(phrase.split()) <= CONCEPT_WORDS:
+        if stems and phrase and len(phrase.split()) <= CONCEPT_WORDS and not set(words) <= _EMPTY_CONCEPT:
             concepts.append((phrase, stems, not distinctive))
     return tuple(concepts)
 

@@ -42,7 +42,7 @@ def _error(monkeypatch: pytest.MonkeyPatch, **env: str) -> str:
     ("RAG_BOT_MIN_SCORE", "1.5", "a number from 0 to 1"),
     ("RAG_BOT_DENSE_WEIGHT", "-0.1", "a number from 0 to 1"),
     ("RAG_BOT_SUPPORT_THRESHOLD", "2", "a number from 0 to 1"),
-    ("RAG_BOT_REFUSAL_THRESHOLD", "-1", "a number, at least 0"),
+    ("RAG_BOT_ANSWER_CONFIDENCE", "1.5", "a number from 0 to 1"),
     ("RAG_BOT_LLM_TEMPERATURE", "3", "a number from 0 to 2"),
     ("RAG_BOT_LLM_TIMEOUT", "0", "a number, above 0"),
     ("RAG_BOT_LLM_MAX_TOKENS", "0", "a whole number, at least 1"),
@@ -67,9 +67,10 @@ def test_overlap_not_below_the_chunk_size_names_both_variables(monkeypatch):
         monkeypatch, RAG_BOT_CHUNK_OVERLAP="10", RAG_BOT_CHUNK_SIZE="100", RAG_BOT_MAX_TOKENS="64")
 
 
-def test_a_threshold_no_evidence_can_reach_is_refused(monkeypatch):
-    message = _error(monkeypatch, RAG_BOT_REFUSAL_THRESHOLD="3")
-    assert "RAG_BOT_REFUSAL_THRESHOLD=3 must be at most 2.4" in message
+def test_the_retired_refusal_settings_are_named_when_set(monkeypatch):
+    # The fitted relevance decision replaced the evidence score and its four settings (docs/eval.md).
+    message = _error(monkeypatch, RAG_BOT_REFUSAL_THRESHOLD="0.61")
+    assert "RAG_BOT_REFUSAL_THRESHOLD" in message and "RAG_BOT_ANSWER_CONFIDENCE" in message
 
 
 def test_credentials_in_a_url_are_masked(monkeypatch):
