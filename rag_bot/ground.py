@@ -91,11 +91,12 @@ def ground(
         chosen = (named + on_topic)[:COMPARE_PAPERS] or by_probability[:1]
         return Grounding(True, best, chosen, probabilities=prob)
     if mode == "summary":
-        on_topic = [p for p in by_probability if prob[p.paper.doc_id] >= model.cut(mode, "source")] \
-            or by_probability[:1]
+        on_topic = [p for p in by_probability if prob[p.paper.doc_id] >= model.cut(mode, "source")]
+        # Answerable with none over the source cut: its best paper (a question naming papers is about them).
+        on_topic = on_topic or ([] if named else by_probability[:1])
         return Grounding(True, best, (named + on_topic)[:max_papers or AREA_PAPERS], probabilities=prob)
-    answering = [p for p in papers if not p.named and prob[p.paper.doc_id] >= model.cut(mode, "source")] \
-        or by_probability[:1]
+    answering = [p for p in papers if not p.named and prob[p.paper.doc_id] >= model.cut(mode, "source")]
+    answering = answering or ([] if named else by_probability[:1])
     return Grounding(True, best, (named + answering)[:max_papers or ASK_PAPERS], probabilities=prob)
 
 

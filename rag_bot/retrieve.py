@@ -22,7 +22,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from rag_bot.index import PaperIndex
 from rag_bot.nodes import PaperQuery, paper_node
 from rag_bot.settings import Settings
-from rag_bot.text import holds_acronyms, normalize_name, spellings, topic_acronyms, topic_query
+from rag_bot.text import normalize_name, spellings, topic_query
 from rag_bot.types import Filters, Paper, ScoredPaper
 
 log = logging.getLogger(__name__)
@@ -34,10 +34,6 @@ RRF_K = 20
 LONG_QUESTION_WORDS = 25
 FEEDBACK_PAPERS = 10  # top papers whose abstracts feed back into a long question
 AREA_CANDIDATES = 40  # papers retrieved for a summary or a comparison by topic (grounding keeps those on topic)
-# Weight of a third ranking in the fusion, for short questions whose topic carries an acronym ("LLM weights",
-# "RL for grasping"): the candidates that mention it (the acronym, or words whose initials spell it), in fused
-# order. 0 turns it off.
-ACRONYM_WEIGHT = 0.5
 # Endings that leave a real word when cut ("models", "processor", "logical"): a word cut by them is not a typo.
 _ENDINGS = {"s", "d", "r", "y", "e", "n", "es", "ed", "er", "or", "al", "ly", "ic", "en", "ty", "st", "rs", "ds"}
 
@@ -281,16 +277,6 @@ class PaperRetriever(BaseRetriever):
             return 0.0
         return sum(w for t, w in weights.items() if t in terms or not terms.isdisjoint(cut_forms.get(t, ()))) / total
 
-    @staticmethod
-    def _qualified(snap: Snapshot, fused: dict[str, float], acronyms: list[str]) -> dict[str, float]:
-        """The fusion with a third ranking: the candidates that mention the topic's acronyms, in fused order."""
-        holders = [d for d in sorted(fused, key=fused.__getitem__, reverse=True) if d in snap.papers
-                   and holds_acronyms(f"{snap.papers[d].title} {snap.papers[d].text}", acronyms)]
-        out = dict(fused)
-        for rank, doc_id in enumerate(holders):
-            out[doc_id] += ACRONYM_WEIGHT / (RRF_K + rank + 1)
-        return out
-
     def count_matching(self, filters: Filters | None) -> int:
         """How many papers pass the filters."""
         allowed = self._snapshot.matching(filters)
@@ -317,11 +303,6 @@ class PaperRetriever(BaseRetriever):
         long_question = len(question.split()) > LONG_QUESTION_WORDS
         if long_question and mode == "hybrid" and self.settings.feedback and len(snap.ids) > 2 * FEEDBACK_PAPERS:
             fused = _fuse(self._feedback(snap, topic, fused, k, allowed), lexical, weights)
-        # An acronym that is a paper's name ("compare Quartet II with CAT") names it; it qualifies nothing.
-        acronyms = [a for a in topic_acronyms(topic) if normalize_name(a) not in snap.names.by_key] \
-            if not long_question and ACRONYM_WEIGHT > 0 else []
-        if acronyms:
-            fused = self._qualified(snap, fused, acronyms)
         # A long question (a pasted abstract, a query by example) names its own concepts, not papers of
         # the collection: there only unmistakable names count (measured on CSFCube, docs/eval.md).
         named = snap.names.find(question, distinctive_only=long_question)

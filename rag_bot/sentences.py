@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
+import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -41,9 +42,15 @@ WRITE_BATCH = 64  # papers written per request
 Entry = tuple[list[str], np.ndarray]
 
 
+# A number in square brackets in an abstract ("Silver et al. [2014]", "as in [3]") would read as one of the
+# answer's citation markers; the sentences carry it in round brackets.
+_BRACKETED_NUMBER = re.compile(r"\[(\d[\d,;\s–-]*)\]")
+
+
 def paper_sentences(paper: Paper) -> list[str]:
-    """The cleaned sentences of a paper's abstract (its title, or id, when it has no text)."""
-    clean = clean_markup(paper.text)
+    """The cleaned sentences of a paper's abstract (its title, or id, when it has no text), numbers in square
+    brackets put in round ones."""
+    clean = _BRACKETED_NUMBER.sub(r"(\1)", clean_markup(paper.text))
     return split_sentences(clean) or [clean or paper.title or paper.doc_id]
 
 

@@ -87,7 +87,9 @@ def test_an_answerable_area_with_no_paper_over_the_area_cut_still_cites_its_best
 def test_a_named_paper_grounds_the_question_whatever_its_probability():
     papers, probs = ranked(0.1, 0.05, named=(1,))
     decision = ground(papers, probs, "ask", MODEL)
-    assert decision.grounded and ids(decision.sources) == ["p1", "p0"]
+    assert decision.grounded and ids(decision.sources) == ["p1"], "the named paper, and no paper under the cut"
+    papers, probs = ranked(0.9, 0.05, named=(1,))
+    assert ids(ground(papers, probs, "ask", MODEL).sources) == ["p1", "p0"], "with the papers over it"
 
 
 def test_a_comparison_takes_its_named_papers_or_two_sides():
@@ -182,6 +184,8 @@ def test_the_shipped_model_prefers_a_paper_on_topic_to_one_off_it():
         on[col[name]] = value
     for name, value in (("similarity", 0.3), ("sentence", 0.3), ("weakest", 0.2), ("gap", 0.3), ("rank", 2.0)):
         off[col[name]] = value
+    for name in ("similarity share", "sentence share", "coverage share"):  # the best paper, and one far below it
+        on[col[name]], off[col[name]] = 1.0, 0.3
     for mode in ("ask", "summary"):
         p_on, p_off = model.probabilities(np.stack([on, off]), mode)
         assert p_on > model.cut(mode, "answer") > p_off, mode

@@ -140,23 +140,6 @@ def test_a_name_several_abstracts_mention_names_none_of_them(engine):
     assert not any(sp.named for sp in ranked)
 
 
-def test_a_topic_acronym_lifts_the_candidates_that_mention_it():
-    from rag_bot.retrieve import ACRONYM_WEIGHT, PaperRetriever, Snapshot
-    from rag_bot.types import Paper
-
-    assert ACRONYM_WEIGHT > 0
-    papers = {
-        "cnn": Paper(doc_id="cnn", title="Pruning filters", text="We prune convolutional networks.", source="t.txt"),
-        "llm": Paper(doc_id="llm", title="Pruning at scale", text="We prune large language models.", source="t.txt"),
-        "gpt": Paper(doc_id="gpt", title="Sparse LLMs", text="One-shot pruning of LLMs.", source="t.txt"),
-    }
-    fused = {"cnn": 0.050, "llm": 0.049, "gpt": 0.030}
-    lifted = PaperRetriever._qualified(Snapshot(papers=papers, ids=list(papers)), fused, ["LLM"])
-    # Written out ("large language models") or as the acronym, both count; the convolutional paper gains nothing.
-    assert lifted["cnn"] == fused["cnn"]
-    assert lifted["llm"] > lifted["cnn"] and lifted["gpt"] > fused["gpt"]
-
-
 def test_a_british_spelling_finds_what_the_american_one_does(seed_storage, engine):
     from rag_bot.engine import Engine
     from rag_bot.settings import Settings

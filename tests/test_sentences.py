@@ -179,3 +179,11 @@ def test_pruned_papers_leave_no_sentence_vectors_behind(index: PaperIndex) -> No
     assert report.removed == 2
     assert sentences.store.count() == 1
     assert index.client.get_collection(sentences.store.name).get(include=[])["ids"] == [papers[2].doc_id]
+
+
+def test_a_bracketed_number_in_an_abstract_is_not_an_answer_citation():
+    from rag_bot.sentences import paper_sentences
+    from rag_bot.types import Paper
+
+    paper = Paper(doc_id="d", title="t", source="s", text="The method of Silver et al. [2014] works. We extend [3, 4].")
+    assert paper_sentences(paper) == ["The method of Silver et al. (2014) works.", "We extend (3, 4)."]
