@@ -43,6 +43,7 @@ NEAR_DUPLICATE = 0.95  # abstract cosine at which two records are taken for the 
 L2 = 1.0  # ridge penalty of the logistic fit (on standardised signals); the cross-validated log loss is reported
 PRECISION_TARGET = 0.9  # issue 20's topic precision target (reported; see area_cut)
 FALSE_REFUSALS = 0.02  # the answer cut declines the most near misses at this share of answerable questions
+PAPERS = {38: 38, 3000: 3202, 22000: 22186}  # papers in each benchmark collection (bench/collections.py)
 AREA_KINDS = ("area", "compare", "dev summary", "dev compare")  # questions whose answer is an area
 
 
@@ -338,27 +339,27 @@ def main() -> int:
         w = Weights(mean=tuple(round(float(v), 6) for v in mean), scale=tuple(round(float(v), 6) for v in scale),
                     weights=tuple(round(float(v), 6) for v in weights), bias=round(bias, 6))
         families[family] = w
+        print(f"{family}: {len(yf)} pairs, {int(yf.sum())} relevant; cross-validated AUC "
+              f"{cross_validated_auc(xf, yf, [r for r, c in zip(pair_qids(records, 'fit'), chosen) if c]):.3f}",
+              file=sys.stderr)
         p = w.probabilities(xf)
-        # Sources: a direct answer's cut is the best F1 over pairs; an area's the best F0.5 of its questions' mean
-        # topic precision and recall (area_cut).
-        source = best_cut(p, yf, None) if family == "ask" else area_cut(w, records)
         # The answer cut: over the fit part's questions of this family naming no paper, the best candidate's
-        # probability; it declines the most unanswerable questions at FALSE_REFUSALS of the answerable ones.
-        # Every answerable question counts once here (the target is a share of questions): the highest cut at
-        # which at most FALSE_REFUSALS of them are declined.
+        # probability; every answerable question counts once: the highest cut at which at most FALSE_REFUSALS of
+        # them are declined.
         best = [(float(w.probabilities(np.asarray(r["rows"])).max()) if r["rows"] else 0.0, r["answerable"])
                 for r in records if not locked(r["qid"]) and not any(r["named"])
                 and (r["mode"] == "ask") == (family == "ask")]
         answerable = np.sort([b for b, a in best if a])
         answer = float(answerable[int(FALSE_REFUSALS * len(answerable))]) if len(answerable) else 0.5
-        if family == "area":
-            # An area exists when at least one paper is on its topic: the answer cut is the source cut (a lower
-            # one, from the few unanswerable area questions, let summaries of absent topics through).
-            answer = max(answer, source)
-        cuts[family] = {"answer": round(answer, 4), "source": round(source, 4)}
-        print(f"{family}: {len(yf)} pairs, {int(yf.sum())} relevant; cross-validated AUC "
-              f"{cross_validated_auc(xf, yf, [r for r, c in zip(pair_qids(records, 'fit'), chosen) if c]):.3f}",
-              file=sys.stderr)
+        if family == "ask":  # a direct answer's sources: the best F1 over pairs
+            cuts[family] = {"answer": round(answer, 4), "source": round(best_cut(p, yf, None), 4)}
+            continue
+        # An area's sources: the best F0.5 of its questions' mean topic precision and recall (area_cut), at each
+        # collection size (the seeds' areas hold at a lower cut than larger collections'). An area exists when a
+        # paper reaches both cuts.
+        source = [[PAPERS[size], area_cut(w, [r for r in records if r["size"] == size])]
+                  for size in sorted({r["size"] for r in records})]
+        cuts[family] = {"answer": [[size, round(max(answer, cut), 4)] for size, cut in source], "source": source}
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
     model = RelevanceModel(ask=families["ask"], area=families["area"], cuts=cuts,
@@ -445,8 +446,8 @@ def evaluate(model, records: list[dict], part: str) -> dict:
             rows = np.asarray(r["rows"])
             probs = model.probabilities(rows, r["mode"]) if len(rows) else np.zeros(0)
             best = float(probs.max()) if len(probs) else 0.0
-            answered.append(any(r["named"]) or best >= model.cut(r["mode"], "answer"))
-            cut = model.cut(r["mode"], "source")
+            answered.append(any(r["named"]) or best >= model.cut(r["mode"], "answer", PAPERS[r["size"]]))
+            cut = model.cut(r["mode"], "source", PAPERS[r["size"]])
             chosen = [d for d, q, n in zip(r["ids"], probs, r["named"]) if n or q >= cut]
             if r["relevant"]:
                 rel = set(r["relevant"])

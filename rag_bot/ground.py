@@ -71,31 +71,34 @@ def ground(
     topic: str = "",
     max_papers: int | None = None,
     answer_cut: float | None = None,
+    collection_size: int = 0,
 ) -> Grounding:
     """The grounding decision from the candidates' probabilities (in ranking order): a paper the question names,
-    or a best probability over the answer cut; then the sources the mode takes."""
+    or a best probability over the answer cut; then the sources the mode takes (cuts fitted per collection size
+    are read at `collection_size`)."""
     if not papers:
         return Grounding(grounded=False, evidence=0.0)
     prob = {p.paper.doc_id: float(x) for p, x in zip(papers, probabilities)}
     best = max(prob.values())
+    source_cut = model.cut(mode, "source", collection_size)
     named = [p for p in papers if p.named]
-    if not named and best < (model.cut(mode, "answer") if answer_cut is None else answer_cut):
+    if not named and best < (model.cut(mode, "answer", collection_size) if answer_cut is None else answer_cut):
         missing, sources = missing_part(topic, papers)
         return Grounding(grounded=bool(sources), evidence=best, sources=sources, missing=missing, probabilities=prob)
     by_probability = sorted((p for p in papers if not p.named), key=lambda p: -prob[p.paper.doc_id])
     if mode == "compare":
         if len(named) >= 2:
             return Grounding(True, best, named, probabilities=prob)
-        on_topic = [p for p in by_probability if prob[p.paper.doc_id] >= model.cut(mode, "source")]
+        on_topic = [p for p in by_probability if prob[p.paper.doc_id] >= source_cut]
         # One paper on topic (or one named): the comparison says so and describes it.
         chosen = (named + on_topic)[:COMPARE_PAPERS] or by_probability[:1]
         return Grounding(True, best, chosen, probabilities=prob)
     if mode == "summary":
-        on_topic = [p for p in by_probability if prob[p.paper.doc_id] >= model.cut(mode, "source")]
+        on_topic = [p for p in by_probability if prob[p.paper.doc_id] >= source_cut]
         # Answerable with none over the source cut: its best paper (a question naming papers is about them).
         on_topic = on_topic or ([] if named else by_probability[:1])
         return Grounding(True, best, (named + on_topic)[:max_papers or AREA_PAPERS], probabilities=prob)
-    answering = [p for p in papers if not p.named and prob[p.paper.doc_id] >= model.cut(mode, "source")]
+    answering = [p for p in papers if not p.named and prob[p.paper.doc_id] >= source_cut]
     answering = answering or ([] if named else by_probability[:1])
     return Grounding(True, best, (named + answering)[:max_papers or ASK_PAPERS], probabilities=prob)
 
@@ -129,7 +132,7 @@ class GroundingPostprocessor(BaseNodePostprocessor):
     model_config = ConfigDict(arbitrary_types_allowed=True)
     sentences: SentenceIndex
     settings: Settings
-    collection_size: Callable[[], int]  # papers in the collection now (a relevance signal)
+    collection_size: Callable[[], int]  # papers in the collection now (the areas' cut is fitted per size)
 
     @classmethod
     def class_name(cls) -> str:
@@ -143,7 +146,7 @@ class GroundingPostprocessor(BaseNodePostprocessor):
         chosen = candidates(papers, query.mode)
         # The candidates' sentence vectors are made ready together (one model call for those not yet stored).
         vectors = self.sentences.batched([p.paper for p in chosen])
-        return chosen, relevance.signals(chosen, topic, vectors, self.collection_size())
+        return chosen, relevance.signals(chosen, topic, vectors)
 
     def decide(self, query: PaperQuery, papers: Sequence[ScoredPaper]) -> Grounding:
         """The grounding decision for a question's ranked papers."""
@@ -151,7 +154,7 @@ class GroundingPostprocessor(BaseNodePostprocessor):
         chosen, rows = self.signals(query, papers)
         probabilities = model.probabilities(rows, query.mode).tolist()
         return ground(chosen, probabilities, query.mode, model, topic_query(query.question), query.max_papers,
-                      self.settings.answer_confidence)
+                      self.settings.answer_confidence, self.collection_size())
 
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None

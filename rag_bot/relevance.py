@@ -59,7 +59,9 @@ class RelevanceModel:
 
     ask: Weights
     area: Weights
-    cuts: dict[str, dict[str, float]]  # {"ask": {"answer": .., "source": ..}, "area": {...}}
+    # {"ask": {"answer": .., "source": ..}, "area": {...}}; a cut is a number, or [[papers, cut], ...] fitted at
+    # several collection sizes (read between them on a log scale, held beyond them).
+    cuts: dict[str, dict[str, float | list[list[float]]]]
     fitted_on: str = ""
 
     def family(self, mode: str) -> str:
@@ -70,9 +72,13 @@ class RelevanceModel:
         """The probability that each paper belongs to an answer in this mode, one per row of signals."""
         return (self.ask if self.family(mode) == "ask" else self.area).probabilities(rows)
 
-    def cut(self, mode: str, which: str) -> float:
-        """A fitted cut of the mode's family: "answer" or "source"."""
-        return self.cuts[self.family(mode)][which]
+    def cut(self, mode: str, which: str, collection_size: int = 0) -> float:
+        """A fitted cut of the mode's family ("answer" or "source") for a collection of this many papers."""
+        value = self.cuts[self.family(mode)][which]
+        if isinstance(value, (int, float)):
+            return float(value)
+        sizes = [math.log10(max(size, 1)) for size, _ in value]
+        return float(np.interp(math.log10(max(collection_size, 1)), sizes, [cut for _, cut in value]))
 
     def to_json(self) -> str:
         """The model as the file `load` reads."""
@@ -92,8 +98,7 @@ def load(path: Path = MODEL_FILE) -> RelevanceModel:
     def part(d: dict) -> Weights:
         return Weights(mean=tuple(d["mean"]), scale=tuple(d["scale"]), weights=tuple(d["weights"]),
                        bias=float(d["bias"]))
-    return RelevanceModel(ask=part(data["ask"]), area=part(data["area"]),
-                          cuts={k: {c: float(v) for c, v in cuts.items()} for k, cuts in data["cuts"].items()},
+    return RelevanceModel(ask=part(data["ask"]), area=part(data["area"]), cuts=data["cuts"],
                           fitted_on=str(data.get("fitted_on", "")))
 
 
@@ -132,10 +137,9 @@ def covers(paper: Paper, stems: frozenset[str]) -> bool:
 
 
 def signals(
-    papers: Sequence[ScoredPaper], topic: Topic, sentence_vectors: Callable[[Paper], np.ndarray],
-    collection_size: int,
+    papers: Sequence[ScoredPaper], topic: Topic, sentence_vectors: Callable[[Paper], np.ndarray]
 ) -> np.ndarray:
-    """One row of `FEATURES` per paper, in the papers' (ranking) order, in a collection of `collection_size`."""
+    """One row of `FEATURES` per paper, in the papers' (ranking) order."""
     if not papers:
         return np.zeros((0, len(FEATURES)))
     sims = np.array([p.similarity for p in papers])

@@ -103,7 +103,7 @@ def test_the_model_name_selects_the_mode(client, model, mode):
 
 def test_a_follow_up_uses_the_history(client, first):
     # (not "on HarmBench": one abstract alone names that benchmark, so the name would find CorrSteer by itself)
-    follow_up = "and what does it gain on the safety benchmark?"
+    follow_up = "and how large is its gain?"
     alone = client.chat.completions.create(model="rag-bot", messages=[{"role": "user", "content": follow_up}])
     reply = client.chat.completions.create(model="rag-bot", messages=[
         {"role": "system", "content": "You are a helpful assistant."},

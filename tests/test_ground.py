@@ -151,7 +151,7 @@ def test_signals_measure_each_paper_against_the_topic_and_the_others():
     from rag_bot.text import topic_words
 
     topic = Topic(vector=unit(1, 0), words=[s for _, s in topic_words("sparse autoencoders")])
-    rows = signals(papers, topic, lambda p: np.stack([close if p.doc_id == "p0" else far]), 3000)
+    rows = signals(papers, topic, lambda p: np.stack([close if p.doc_id == "p0" else far]))
     col = {name: i for i, name in enumerate(FEATURES)}
     assert rows.shape == (2, len(FEATURES))
     assert rows[0, col["sentence"]] > rows[1, col["sentence"]]
@@ -168,7 +168,7 @@ def test_signals_of_a_join_take_the_part_a_paper_holds_least():
     topic = Topic(vector=unit(1, 1, 0), concepts=[(frozenset(word_stems("sparse")), unit(1, 0, 0)),
                                                   (frozenset(word_stems("vision")), unit(0, 1, 0))])
     papers = [paper("p0", "sparse vision"), paper("p1", "sparse only")]
-    rows = signals(papers, topic, lambda p: np.stack([both if p.doc_id == "p0" else one]), 3000)
+    rows = signals(papers, topic, lambda p: np.stack([both if p.doc_id == "p0" else one]))
     col = {name: i for i, name in enumerate(FEATURES)}
     assert rows[0, col["weakest"]] > 0.5 > rows[1, col["weakest"]]
     assert rows[0, col["joined"]] == 1.0 and rows[1, col["joined"]] == 0.5

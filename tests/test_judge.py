@@ -15,7 +15,7 @@ from rag_bot.nodes import scored_paper
 from rag_bot.prompts import format_sources
 from tests.openai_stub import Reply, StubOpenAI, source_titles, user_prompt
 
-AREA = "Which papers study steering of model activations?"  # grounding: CorrSteer, SARSteer
+AREA = "Summarize the work on federated fine-tuning with LoRA"  # grounding: Het-CPFLoRA, FedRot-LoRA
 NAMED = "How does CorrSteer compare to other activation steering methods?"  # CorrSteer named, two unnamed
 ANSWER = "The first source answers it [1]."
 
@@ -144,6 +144,8 @@ def test_a_named_paper_is_never_dropped_and_each_question_is_judged_once(llm_eng
     for streaming in (False, True):
         stub.requests.clear()
         answer = list(e.stream(NAMED))[-1] if streaming else e.ask(NAMED)
-        (judged,), (asked,) = split(stub)
-        assert source_titles(asked) == ["CorrSteer"], "the named paper stays; the others were judged off topic"
+        judged, (asked,) = split(stub)
+        # Judged once when grounding set unnamed papers beside it; not at all when it chose the named one alone.
+        assert len(judged) <= 1
+        assert source_titles(asked) == ["CorrSteer"], "the named paper stays; any others were judged off topic"
         assert answer.grounded and answer.mode == "compare"
