@@ -211,16 +211,16 @@ def three_k() -> frozenset[str]:
 def relabel(records: list[dict]) -> None:
     """The judged records' labels from the current judgements (rows are cached; judgements grow)."""
     labels = {(p["qid"], p["doc_id"]): bool(p["relevant"]) for p in read_jsonl(PAIRS)}
-    relevant: dict[tuple[str, int], set[str]] = {}
+    relevant: dict[str, set[str]] = {}
     for (qid, doc_id), value in labels.items():
         if value:
-            relevant.setdefault((qid, 0), set()).add(doc_id)
+            relevant.setdefault(qid, set()).add(doc_id)
     for r in records:
         if r["source"] != "judged":
             continue
         r["labels"] = [labels.get((r["qid"], d)) for d in r["ids"]]
         # Relevant papers of this collection: the judged ones it holds (a 3,000-paper judgement holds at 22,000).
-        held = {d for d in relevant.get((r["qid"], 0), set()) if r["size"] != 3000 or "#" in d or d in three_k()}
+        held = {d for d in relevant.get(r["qid"], set()) if r["size"] != 3000 or "#" in d or d in three_k()}
         r["relevant"] = sorted(held)
         r["answerable"] = bool(held) or any(r["named"])
 

@@ -259,6 +259,10 @@ _GENERAL = set(
     "do which how who why when where gain gains say says".split()
 )
 _WORD_RE = re.compile(r"(?u)\b\w\w+\b")
+# A verb a concept opens with in a question ("detect fake news", "using graphs"), left out of its name.
+_LEAD_VERB = re.compile(r"^(?:detect|detecting|use|using|apply|applying|predict|predicting|classify|classifying|"
+                        r"generate|generating|build|building|improve|improving|evaluate|evaluating|study|studying|"
+                        r"handle|handling|identify|identifying|find|finding|make|making)\s+(?=\S+)", re.IGNORECASE)
 _EMPTY_CONCEPT = {"any", "anything", "there", "is", "are", "paper", "papers", "these", "those", "this", "work", "of",
                   "the"}
 CONCEPT_TOPIC_WORDS = 14  # longer topics (after their asides) are not split into concepts
@@ -297,6 +301,7 @@ def question_concepts(topic: str) -> tuple[tuple[str, frozenset[str], bool], ...
         # In American spelling, as most abstracts are written ("defences" -> "defenses").
         stems = frozenset(word_stems(" ".join(spellings(w)[-1] for w in distinctive or words))) if words else frozenset()
         phrase = re.sub(r"^(?:the|a|an|what does|which papers use)\s+", "", part.strip(), flags=re.IGNORECASE)
+        phrase = _LEAD_VERB.sub("", phrase)  # "detect fake news" is named "fake news" in a sentence about it
         if stems and phrase and len(phrase.split()) <= CONCEPT_WORDS and not set(words) <= _EMPTY_CONCEPT:
             concepts.append((phrase, stems, not distinctive))
     return tuple(concepts)

@@ -113,3 +113,19 @@ def test_topic_acronyms_and_what_they_stand_for():
     assert holds_acronym("A key-value cache.", "KV")
     assert not holds_acronym("We train a convolutional network.", "LLM")
     assert not holds_acronym("See https://llm.example.org for data.", "LLM")
+
+
+def test_a_questions_concepts_are_named_as_noun_phrases():
+    from rag_bot.text import question_concepts
+
+    def names(topic: str) -> list[str]:
+        return [name for name, _, _ in question_concepts(topic)]
+
+    assert names("detect fake news on social media") == ["fake news", "social media"]
+    assert names("large language models for code review") == ["large language models", "code review"]
+    # Asides, examples and closing words of a chatty question are not concepts.
+    assert names("federated learning on wearable health sensor data (smartwatches, fitness trackers)") == \
+        ["federated learning", "wearable health sensor data"]
+    assert names("Has causal discovery been applied to climate or atmospheric data in any of these papers") == \
+        ["causal discovery", "climate or atmospheric data"]
+    assert names("GAN-based music generation") == ["music generation", "GAN"]
