@@ -24,6 +24,7 @@ from llama_index.core.schema import NodeWithScore
 
 from rag_bot.citations import support_scores
 from rag_bot.nodes import PaperQuery, marked_sources, missing_note, scored_paper
+from rag_bot.roles import sentence_roles
 from rag_bot.sentences import SentenceIndex
 from rag_bot.settings import Settings
 from rag_bot.text import clean_markup, split_sentences, topic_query
@@ -379,9 +380,13 @@ class OfflineComposer(PaperSynthesizer):
         lines: dict[str, str] = {}
         quotes: dict[str, str] = {}
         for paper, sentences in zip(papers, scored):
-            # Prefer the sentence that states the contribution, among the relevant ones.
-            ranked = sorted(sentences[:4], key=lambda s: -(s[0] + (0.1 if _APPROACH_CUES.search(s[1]) else 0)))
-            sentence = ranked[0][1] if ranked else ""
+            # A paper's line says what it does or finds: the most relevant of its method and result sentences among
+            # the four most relevant (rag_bot/roles.py), else its most relevant sentence.
+            texts, vectors = self.sentences.of(paper.paper)
+            role = dict(zip(texts, sentence_roles(vectors)))
+            ranked = sentences[:4]
+            stating = [s for s in ranked if role.get(s[1]) in ("method", "result")]
+            sentence = (stating or ranked)[0][1] if ranked else ""
             lines[paper.paper.doc_id] = f"- **{clean_markup(paper.paper.title)}**: {_trim(sentence)} {{cite}}"
             quotes[paper.paper.doc_id] = sentence  # the quote is always the whole sentence
         n = len(papers)

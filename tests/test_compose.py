@@ -436,3 +436,25 @@ def test_theme_labels_are_the_same_when_the_papers_are_grouped_again(engine):
     # The label still avoids the question's own words when another question groups the same papers.
     label = cached._label("serving", sources, sources)
     assert label.lower().rstrip("s") != "serving"
+
+
+def test_a_summary_line_says_what_the_paper_does_or_finds(engine, ask):
+    # The readers' roles of the seeds' sentences (bench/data/sentence_roles.jsonl): a summary's line for a paper is
+    # one of its method or result sentences, not its background (0.9 of 30 lines here; 0.5 before the roles).
+    import hashlib
+    import json
+    from pathlib import Path
+
+    labels = {}
+    for line in (Path(__file__).resolve().parent.parent / "bench" / "data" / "sentence_roles.jsonl").open():
+        row = json.loads(line)
+        labels[(row["doc_id"], row["sha1"])] = row["role"]
+    roles = []
+    for question in ("Summarize the work on making LLM inference and serving cheaper.",
+                     "Give me an overview of the work on efficient attention and KV caches.",
+                     "Summarize the work on federated learning", "Summarize the work on steering.",
+                     "Summarize the work on evaluating language models."):
+        for c in ask(question, "summary").citations:
+            role = labels.get((c.doc_id, hashlib.sha1(c.quote.encode()).hexdigest()[:12]))
+            roles += [role] if role else []
+    assert len(roles) >= 8 and sum(r in ("method", "result") for r in roles) / len(roles) >= 0.8, roles
