@@ -107,8 +107,7 @@ class Settings(BaseSettings):
         0.6, ge=0.0, le=1.0, description="Weight of the dense ranking in the fusion (BM25's is 1 minus it)."
     )
     feedback: bool = Field(
-        False, description="Pseudo-relevance feedback for long questions (over 25 words): off, it lost on the locked "
-        "questions at 3,000 and 22,000 papers (docs/eval.md); it gains on CSFCube's pasted abstracts."
+        True, description="Pseudo-relevance feedback for long questions (over 25 words); see docs/eval.md."
     )
     min_score: float = Field(
         0.30, ge=0.0, le=1.0, description="Least cosine similarity of a paper to the question for it to be cited."
