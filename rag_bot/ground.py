@@ -45,7 +45,6 @@ class Grounding:
     evidence: float  # the best paper's probability of belonging to the answer (the answer's confidence)
     sources: list[ScoredPaper] = field(default_factory=list)
     missing: str = ""  # what the collection lacks of the question ("No paper in the collection combines X with Y.")
-    probabilities: dict[str, float] = field(default_factory=dict)  # doc_id -> probability, for the candidates
 
 
 def topic_of(topic: str, vector: np.ndarray, embed: Callable[[list[str]], np.ndarray]) -> Topic:
@@ -84,23 +83,23 @@ def ground(
     named = [p for p in papers if p.named]
     if not named and best < (model.cut(mode, "answer", collection_size) if answer_cut is None else answer_cut):
         missing, sources = missing_part(topic, papers)
-        return Grounding(grounded=bool(sources), evidence=best, sources=sources, missing=missing, probabilities=prob)
+        return Grounding(grounded=bool(sources), evidence=best, sources=sources, missing=missing)
     by_probability = sorted((p for p in papers if not p.named), key=lambda p: -prob[p.paper.doc_id])
     if mode == "compare":
         if len(named) >= 2:
-            return Grounding(True, best, named, probabilities=prob)
+            return Grounding(True, best, named)
         on_topic = [p for p in by_probability if prob[p.paper.doc_id] >= source_cut]
         # One paper on topic (or one named): the comparison says so and describes it.
         chosen = (named + on_topic)[:COMPARE_PAPERS] or by_probability[:1]
-        return Grounding(True, best, chosen, probabilities=prob)
+        return Grounding(True, best, chosen)
     if mode == "summary":
         on_topic = [p for p in by_probability if prob[p.paper.doc_id] >= source_cut]
         # Answerable with none over the source cut: its best paper (a question naming papers is about them).
         on_topic = on_topic or ([] if named else by_probability[:1])
-        return Grounding(True, best, (named + on_topic)[:max_papers or AREA_PAPERS], probabilities=prob)
+        return Grounding(True, best, (named + on_topic)[:max_papers or AREA_PAPERS])
     answering = [p for p in papers if not p.named and prob[p.paper.doc_id] >= source_cut]
     answering = answering or ([] if named else by_probability[:1])
-    return Grounding(True, best, (named + answering)[:max_papers or ASK_PAPERS], probabilities=prob)
+    return Grounding(True, best, (named + answering)[:max_papers or ASK_PAPERS])
 
 
 def missing_part(topic: str, ranked: Sequence[ScoredPaper]) -> tuple[str, list[ScoredPaper]]:
@@ -138,10 +137,11 @@ class GroundingPostprocessor(BaseNodePostprocessor):
     def class_name(cls) -> str:
         return "GroundingPostprocessor"
 
-    def signals(self, query: PaperQuery, papers: Sequence[ScoredPaper]) -> tuple[list[ScoredPaper], np.ndarray]:
-        """The candidates of a question and their rows of relevance signals (measured against the question's
-        topic: the question without the words that ask for a mode)."""
-        text = topic_query(query.question)
+    def signals(self, query: PaperQuery, papers: Sequence[ScoredPaper], text: str = ""
+                ) -> tuple[list[ScoredPaper], np.ndarray]:
+        """The candidates of a question and their rows of relevance signals, measured against the question's topic
+        (`text`: the question without the words that ask for a mode, `topic_query`)."""
+        text = text or topic_query(query.question)
         topic = topic_of(text, self.sentences.query_vector(text), self.sentences.embedder.embed)
         chosen = candidates(papers, query.mode)
         # The candidates' sentence vectors are made ready together (one model call for those not yet stored).
@@ -151,9 +151,10 @@ class GroundingPostprocessor(BaseNodePostprocessor):
     def decide(self, query: PaperQuery, papers: Sequence[ScoredPaper]) -> Grounding:
         """The grounding decision for a question's ranked papers."""
         model = relevance.load()
-        chosen, rows = self.signals(query, papers)
+        text = topic_query(query.question)
+        chosen, rows = self.signals(query, papers, text)
         probabilities = model.probabilities(rows, query.mode).tolist()
-        return ground(chosen, probabilities, query.mode, model, topic_query(query.question), query.max_papers,
+        return ground(chosen, probabilities, query.mode, model, text, query.max_papers,
                       self.settings.answer_confidence, self.collection_size())
 
     def _postprocess_nodes(

@@ -1,11 +1,11 @@
 """The relevance decision: how likely a retrieved paper is to belong to the answer, from one fitted function.
 
 Each candidate paper of a question gets a row of signals (`FEATURES`: its dense similarity, its best sentence's,
-word coverage, concepts held by meaning and by words, where it stands among the other candidates), and one
-logistic model fitted on labelled pairs (bench/relevance_fit.py, docs/eval.md) turns the row into a calibrated
-probability. Grounding reads three cut-offs fitted with it: whether the collection answers at all (the best
-paper's probability), and which papers are sources in a direct answer and in an area (summary, comparison).
-Nothing here is chosen by hand; the model file records the data and the commit it was fitted on.
+word coverage, concepts held by meaning and by words, where it stands among the other candidates), and a logistic
+function fitted on labelled pairs (bench/relevance_fit.py, docs/eval.md) turns the row into a probability: one
+for a direct answer, one for an area (summary, comparison). Grounding reads two cuts per family, fitted with it:
+whether the collection answers at all (the best paper's probability), and which papers are sources (an area's
+fitted per collection size). The model file records the data and the commit it was fitted on.
 """
 
 from __future__ import annotations
@@ -64,7 +64,8 @@ class RelevanceModel:
     cuts: dict[str, dict[str, float | list[list[float]]]]
     fitted_on: str = ""
 
-    def family(self, mode: str) -> str:
+    @staticmethod
+    def family(mode: str) -> str:
         """"ask" for a direct answer, "area" for a summary or a comparison."""
         return "ask" if mode == "ask" else "area"
 

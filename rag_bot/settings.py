@@ -110,7 +110,8 @@ class Settings(BaseSettings):
         True, description="Pseudo-relevance feedback for long questions (over 25 words); see docs/eval.md."
     )
     min_score: float = Field(
-        0.30, ge=0.0, le=1.0, description="Least cosine similarity of a paper to the question for it to be cited."
+        0.30, ge=0.0, le=1.0, description="Least cosine similarity of a paper to the question for the LLM's relevance "
+        "step to add it (rag_bot/judge.py)."
     )
     answer_confidence: float | None = Field(
         None,
