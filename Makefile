@@ -24,10 +24,11 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
-# Refresh docs/screenshot.png (the chat after its first answer; `make test` leaves it alone). Needs chromium.
+# Refresh docs/screenshot.png (the chat after its first answer) and docs/map.png (the Map tab after it; `make test`
+# leaves both alone). Needs chromium.
 screenshot: $(STAMP)
-	RAG_BOT_SCREENSHOT=docs/screenshot.png $(BIN)/python -m pytest -q tests/test_browser.py \
-		-k test_ask_streams_a_cited_answer_and_the_marker_opens_its_card
+	RAG_BOT_SCREENSHOT=docs/screenshot.png RAG_BOT_MAP_SCREENSHOT=docs/map.png $(BIN)/python -m pytest -q \
+		tests/test_browser.py -k "test_ask_streams_a_cited_answer_and_the_marker_opens_its_card or test_the_map_names"
 
 lint: $(STAMP)
 	$(BIN)/ruff check rag_bot tests bench app.py

@@ -157,7 +157,8 @@ def support_scores(
     holds; the weakest claim counts; clipped to 0..1 (1.0 when no claim of CLAIM_MIN_WORDS words cites it)."""
     claims = {n: [c for c in found if len(c.split()) >= CLAIM_MIN_WORDS]
               for n, found in claims_by_marker(answer.answer).items()}
-    # A claim that is a sentence of a cited abstract (as the offline writer's are, whole or cut with "…") reuses
+    # A claim that is a sentence of a cited abstract (as the offline writer's are: whole, cut with "…", or without
+    # a lead-in) reuses
     # that sentence's vector; only the model's own wording is embedded.
     known: dict[str, np.ndarray] = {}
     for citation in answer.citations:
@@ -168,10 +169,14 @@ def support_scores(
     texts = sorted({c for found in claims.values() for c in found})
     vectors: dict[str, np.ndarray] = {c: known[c] for c in texts if c in known}
     for claim in texts:
-        if claim not in vectors and claim.endswith("…"):
-            whole = next((s for s in known if s.startswith(claim[:-1].rstrip())), None)
-            if whole is not None:
-                vectors[claim] = known[whole]
+        if claim in vectors:
+            continue
+        # Cut with "…", or a sentence without its lead-in ("However, we find …" quoted as "We find …").
+        part = claim[:-1].rstrip() if claim.endswith("…") else claim
+        lowered = part[:1].lower() + part[1:]
+        whole = next((s for s in known if part in s or lowered in s), None)
+        if whole is not None:
+            vectors[claim] = known[whole]
     rest = [c for c in texts if c not in vectors]
     if rest:
         vectors.update(zip(rest, embed(rest)))

@@ -24,14 +24,14 @@ import shutil
 import time
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rag_bot.text import clean_markup
+from rag_bot.text import clean_markup, is_nounish
 from rag_bot.types import Paper
 
 if TYPE_CHECKING:
@@ -40,10 +40,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FIT_SAMPLE = 4000  # papers k-means is fitted on (evenly spread); all papers are then assigned
+NAME_CANDIDATES = 10  # a topic's most distinctive terms that its name is chosen from, by meaning
 TERM_SAMPLE = 250  # papers per topic whose words name it (evenly spread)
-MAP_FORMAT = 2  # 2: venues and years saved; bump when what is saved, or how the map is computed, changes
+MAP_FORMAT = 3  # 2: venues and years saved; 3: topics named by noun phrases; bump when what is saved, or how the map is computed, changes
 
-CITED = "★ cited in the last answer"
 # Words that say nothing about a topic in ML abstracts, on top of English function words.
 _STOP = set(
     """a an the of in on for to and or with by from as at is are was were be been being this that these those
@@ -58,7 +58,7 @@ _STOP = set(
     often even one two three all any other same across strong code available https github com www
     outperforms baselines benchmark benchmarks including include includes address addresses enables enable
     provide provides remain remains however study studies analysis set sets make makes making like lead leads
-    high low better best up non typically consistently reveal reveals revealing largely widely commonly current whether yet still limited lack critical crucial important substantial substantially recently require requires required due level levels range wide given able ability ensure ensures leverage leverages addition additional relative pipeline pipelines""".split()
+    high low better best up non typically during among toward towards upon whose consistently reveal reveals revealing largely widely commonly current whether yet still limited lack critical crucial important substantial substantially recently require requires required due level levels range wide given able ability ensure ensures leverage leverages addition additional relative pipeline pipelines""".split()
 )
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]{2,}")
 
@@ -102,23 +102,6 @@ class CollectionMap:
         kept = (self.row_of(doc_id) for doc_id in keep)
         return sorted(set(spread) | {i for i in kept if i is not None})
 
-    def rows(self, highlight: Sequence[str] = (), limit: int | None = None) -> list[dict[str, object]]:
-        """One record per paper (x, y, topic, title, id, source), or per paper of `sample(limit, highlight)`;
-        highlighted papers get the topic `CITED`."""
-        marked = set(highlight)
-        picked = range(len(self)) if limit is None else self.sample(limit, highlight)
-        return [
-            {
-                "x": round(float(self.xy[i, 0]), 4),
-                "y": round(float(self.xy[i, 1]), 4),
-                "topic": CITED if self.doc_ids[i] in marked else self.labels[int(self.clusters[i])],
-                "title": self.titles[i],
-                "id": self.doc_ids[i],
-                "source": self.sources[i],
-            }
-            for i in picked
-        ]
-
 
 def project_2d(vectors: np.ndarray) -> np.ndarray:
     """The first two principal components of the rows (PCA by SVD), signs fixed for a stable picture."""
@@ -137,6 +120,37 @@ def project_2d(vectors: np.ndarray) -> np.ndarray:
         if xy[np.argmax(np.abs(xy[:, j])), j] < 0:
             xy[:, j] = -xy[:, j]
     return xy
+
+
+def separate_topics(vectors: np.ndarray, clusters: np.ndarray) -> np.ndarray:
+    """2-D positions that keep topics apart: the two leading discriminant axes of the clusters (Fisher's linear
+    discriminant: most spread between topic centres for the spread within them), PCA when there are fewer than
+    three topics. The within-topic scatter is shrunk so that 384 dimensions fitted on a few papers stay well
+    posed."""
+    k = int(clusters.max()) + 1 if len(clusters) else 0
+    if k < 3 or len(vectors) <= k:
+        return project_2d(vectors)
+    x = np.asarray(vectors, dtype=np.float64)
+    x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+    mean = x.mean(axis=0)
+    centres = np.stack([x[clusters == j].mean(axis=0) for j in range(k)])
+    sizes = np.bincount(clusters, minlength=k).astype(np.float64)
+    within = x - centres[clusters]
+    sw = within.T @ within / len(x)
+    # Shrinkage towards a scaled identity, the more the fewer papers per dimension (d / (n + d)): 0.91 for the
+    # 38 seeds (nearly the axes of the topic centres), 0.11 at 3,202 papers, 0.02 at 22,186.
+    shrink = len(sw) / (len(x) + len(sw))
+    sw = (1 - shrink) * sw + shrink * np.trace(sw) / len(sw) * np.eye(len(sw))
+    between = ((centres - mean).T * sizes) @ (centres - mean) / len(x)
+    # Whiten by the within-topic scatter, then the principal axes of the between-topic scatter.
+    values, vectors_w = np.linalg.eigh(sw)
+    whiten = vectors_w / np.sqrt(np.maximum(values, 1e-12))
+    axes = _principal_axes(whiten.T @ between @ whiten)
+    xy = (x - mean) @ (whiten @ axes.T)
+    for j in range(2):  # a fixed orientation, as project_2d
+        if xy[np.argmax(np.abs(xy[:, j])), j] < 0:
+            xy[:, j] = -xy[:, j]
+    return np.asarray(xy)
 
 
 def _principal_axes(cov: np.ndarray, rank: int = 2, width: int = 6, steps: int = 60) -> np.ndarray:
@@ -217,6 +231,8 @@ def _words(paper: Paper) -> set[str]:
             # Acronyms keep their case (LLM, RL); other words are lower-cased and lightly de-pluralised.
             if word.isupper() and len(word) <= 6:
                 term = word
+            elif lower.endswith("sses"):  # processes -> process
+                term = lower[:-2]
             elif lower.endswith("s") and not lower.endswith(("ss", "us", "is")) and len(lower) > 4:
                 term = lower[:-1]
             else:
@@ -228,8 +244,26 @@ def _words(paper: Paper) -> set[str]:
     return out
 
 
-def cluster_terms(papers: Sequence[Paper], clusters: np.ndarray, n_terms: int = 3) -> list[list[str]]:
-    """The terms that set each cluster apart: shared by many of its papers, rare in the rest (TF-IDF-like)."""
+_ADJECTIVE_ENDING = re.compile(r"(?:al|ic|ive|ous|ary|ful|less|able|ible|ly)$")
+
+
+def _names_a_topic(term: str) -> bool:
+    """Whether a term can name a topic: a noun phrase, its last word a noun or a name ("causal inference",
+    "LLM"), never an adjective or adverb ("neural", "high-quality", "efficiently")."""
+    words = term.split(" ")
+    head = words[-1].split("-")[-1]
+    if words[0].endswith("ly"):
+        return False
+    return is_nounish(head) or (len(words) > 1 and not _ADJECTIVE_ENDING.search(head))
+
+
+def cluster_terms(papers: Sequence[Paper], clusters: np.ndarray, n_terms: int = 3,
+                  centres: np.ndarray | None = None, embed: Callable[[list[str]], np.ndarray] | None = None,
+                  ) -> list[list[str]]:
+    """The terms that set each cluster apart: shared by many of its papers, rare in the rest (TF-IDF-like).
+    Given the clusters' `centres` and the embedder's `embed`, the `NAME_CANDIDATES` most distinctive are taken in
+    order of closeness in meaning to their cluster's centre (what the topic is about, not a word its abstracts
+    happen to share)."""
     n = len(papers)
     groups = [np.flatnonzero(clusters == j) for j in range(int(clusters.max()) + 1 if n else 0)]
     # Past TERM_SAMPLE papers a topic is read from an evenly spread sample of them (the counts are shares).
@@ -248,9 +282,16 @@ def cluster_terms(papers: Sequence[Paper], clusters: np.ndarray, n_terms: int = 
             # Phrases name topics better than single words ("federated lora" over "federated").
             return share * math.log((n + 1) / everywhere[term]) * (1.3 if " " in term else 1.0)
 
-        candidates = [w for w, c in inside.items() if c >= min(2, size)]
+        # A topic is named by noun phrases: a single word must read as a noun or a name ("quantization", "LLM"),
+        # never an adjective or adverb ("high-quality", "efficiently").
+        candidates = [w for w, c in inside.items() if c >= min(2, size) and _names_a_topic(w)]
+        ordered = sorted(candidates, key=lambda w: (-weight(w), w))
+        if embed is not None and centres is not None and ordered:
+            top = ordered[:NAME_CANDIDATES]
+            closeness = embed(top) @ centres[len(out)]
+            ordered = [top[k] for k in np.argsort(-closeness, kind="stable")] + ordered[NAME_CANDIDATES:]
         chosen: list[str] = []
-        for term in sorted(candidates, key=lambda w: (-weight(w), w)):
+        for term in ordered:
             words = set(term.split(" "))
             # A term that repeats a word of one already chosen adds little ("federated" after "federated lora").
             if any(words & set(c.split(" ")) for c in chosen):
@@ -276,14 +317,19 @@ def _empty() -> CollectionMap:
                          clusters=np.zeros(0, dtype=int), labels=[], terms=[])
 
 
-def _layout(kept: Sequence[Paper], matrix: np.ndarray) -> CollectionMap:
-    """The map of papers sorted by doc_id, row n of `matrix` being paper n's vector."""
+def _layout(kept: Sequence[Paper], matrix: np.ndarray,
+            embed: Callable[[list[str]], np.ndarray] | None = None) -> CollectionMap:
+    """The map of papers sorted by doc_id, row n of `matrix` being paper n's vector; `embed` (the embedder's)
+    names the topics by meaning."""
     started = time.perf_counter()
     clusters = kmeans(matrix, choose_k(len(kept)))
-    terms = cluster_terms(kept, clusters)
+    unit = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    centres = np.stack([unit[clusters == j].mean(axis=0) for j in range(int(clusters.max()) + 1)])
+    centres /= np.maximum(np.linalg.norm(centres, axis=1, keepdims=True), 1e-12)
+    terms = cluster_terms(kept, clusters, centres=centres, embed=embed)
     labels = []
     for j, words in enumerate(terms):
-        label = ", ".join(words) or f"topic {j + 1}"
+        label = " · ".join(words[:2]) or f"topic {j + 1}"  # two phrases name a topic; all three are kept
         labels.append(f"{j + 1}. {label}")
     cmap = CollectionMap(
         doc_ids=[p.doc_id for p in kept],
@@ -291,7 +337,7 @@ def _layout(kept: Sequence[Paper], matrix: np.ndarray) -> CollectionMap:
         sources=[p.source for p in kept],
         venues=[p.venue or "" for p in kept],
         years=[p.year for p in kept],
-        xy=project_2d(matrix),
+        xy=separate_topics(matrix, clusters),
         clusters=clusters,
         labels=labels,
         terms=terms,
@@ -351,7 +397,7 @@ def map_of(index: PaperIndex, papers: Mapping[str, Paper] | None = None) -> Coll
     order = sorted(range(len(ids)), key=ids.__getitem__)
     kept = [papers[ids[i]] for i in order if ids[i] in papers]
     rows = [i for i in order if ids[i] in papers]
-    cmap = _layout(kept, matrix[rows]) if kept else _empty()
+    cmap = _layout(kept, matrix[rows], index.embedder.embed) if kept else _empty()
     if not str(state.get("generation") or "").startswith("writing-") and kept:
         try:
             if stale:

@@ -24,14 +24,16 @@ from llama_index.core.schema import NodeWithScore
 
 from rag_bot.citations import support_scores
 from rag_bot.nodes import PaperQuery, marked_sources, missing_note, scored_paper
-from rag_bot.roles import sentence_roles
+from rag_bot.quotes import clean_quote, quoted, reads_alone
+from rag_bot.roles import ROLES, role_probabilities, sentence_roles
 from rag_bot.sentences import SentenceIndex
 from rag_bot.settings import Settings
-from rag_bot.text import clean_markup, split_sentences, topic_query
+from rag_bot.text import clean_markup, is_nounish, topic_query
 from rag_bot.types import Answer, Citation, Filters, Mode, Paper, ScoredPaper
 
 log = logging.getLogger(__name__)
 
+NEARLY = 0.08  # a sentence this close to a paper's best (similarity + overlap) is as relevant as it (see _ask)
 RETRIEVED_IN_ANSWER = 10  # ranked papers listed in an answer's `retrieved`
 LABEL_CACHE = 2000  # groups of papers whose theme-label candidates are kept
 QUOTED_TOPIC_WORDS = 12  # a refusal quotes the question's topic back when it is at most this long (not a pasted abstract)
@@ -83,6 +85,7 @@ _RESULT_WORDS = re.compile(
     r"results? show\w*|experiments? (?:show|demonstrate)\w*|demonstrat\w*|yield\w*|boost\w*|match\w*)\b",
     re.IGNORECASE,
 )
+_ROW_ROLE = {"Problem": "problem", "Approach": "method", "Reported results": "result"}
 _LIMITATION = re.compile(r"\b(however|limitation\w*|fail\w*|suffer\w*|challenge\w*|we find that vanilla)\b", re.IGNORECASE)
 _STOP = set(
     "a an the of in on for to and or with by from as at is are was were be been this that these those "
@@ -90,6 +93,9 @@ _STOP = set(
     "then there here paper papers work collection say says tell me some any between other using use "
     "used based new approach method methods model models also such more most via each both".split()
 )
+_PREPOSITIONS = set("among amongst across along around before after behind beyond despite during except inside "
+                    "near onto outside over past since through toward towards under unlike until upon within "
+                    "without whose whether".split())
 _WORD = re.compile(r"[a-z][a-z0-9\-]+")
 _LABEL_WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]+")
 # Words every abstract uses; they never name a theme.
@@ -102,17 +108,11 @@ _GENERIC = set(
 )
 
 
-_NOUN_ENDINGS = re.compile(
-    r"(?:tion|sion|ment|ness|ity|ism|ure|ance|ence|ics|ogy|sis|ing|er|or|ers|ors|ant|ist|age|ship|hood|data|"
-    r"model|graph|agent|network|system|benchmark|dataset|attention|learning|decoding|search|steering|policy|"
-    r"memory|cache|kernel|code|text|image|speech|audio|video|reward)$",
-    re.IGNORECASE,
-)
-
-
-def _is_nounish(word: str) -> bool:
-    """Whether a single word can head a theme: a name or acronym (CorrSteer, LoRA, KV), or a noun by its ending."""
-    return bool(re.search(r"[A-Z].*[A-Z]|\d", word)) or bool(_NOUN_ENDINGS.search(word.lower()))
+def _heading_word(low: str) -> bool:
+    """Whether a (lower-cased) word can be part of a theme heading: not a function word, a generic word of every
+    abstract, or a sentence adverb ("accurately")."""
+    return len(low) >= 3 and low not in _STOP and low not in _GENERIC and low not in _PREPOSITIONS \
+        and not low.endswith("ly")
 
 
 def detect_mode(question: str) -> Mode:
@@ -136,6 +136,13 @@ def _trim(sentence: str, limit: int = 320) -> str:
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _alone_first(scored: Sequence[tuple[float, str]], margin: float = NEARLY) -> list[tuple[float, str]]:
+    """Scored sentences (best first) with, among those within `margin` of the best, the ones that read alone once
+    cleaned (rag_bot/quotes.py) ahead of the ones that point back at what they do not name."""
+    k = sum(1 for x in scored if x[0] >= scored[0][0] - margin) if scored else 0
+    return sorted(scored[:k], key=lambda x: not reads_alone(clean_quote(x[1]))) + list(scored[k:])
 
 
 class _Citer:
@@ -344,31 +351,32 @@ class OfflineComposer(PaperSynthesizer):
 
     def _ask(self, question: str, papers: Sequence[ScoredPaper], citer: _Citer) -> str:
         chosen = papers
-        scored = self._scored_sentences(question, chosen)
+        scored = [_alone_first(group) for group in self._scored_sentences(question, chosen)]
         lead_paper, lead = chosen[0], scored[0]
         parts = []
         first = lead[0][1]
-        ref = citer.cite(lead_paper.paper, first)
-        lines = [f"{first} {ref}"]
+        ref = citer.cite(lead_paper.paper, clean_quote(first))
+        picked = [first]
         # A second sentence from the best paper when it is nearly as relevant (details, figures).
-        if len(lead) > 1 and lead[1][0] >= lead[0][0] - 0.08:
-            lines.append(f"{lead[1][1]} {ref}")
+        if len(lead) > 1 and lead[1][0] >= lead[0][0] - NEARLY:
+            picked.append(lead[1][1])
         # A question about a topic also gets what the best paper contributes, when that is relevant.
-        if not _NUMERIC_QUESTION.search(question) and not any(_CONTRIBUTION.search(line) for line in lines):
+        if not _NUMERIC_QUESTION.search(question) and not any(_CONTRIBUTION.search(s) for s in picked):
             contributions = [s for _, s in lead[:4] if _CONTRIBUTION.search(s)]
             if contributions:
-                lines.append(f"{contributions[0]} {ref}")
+                picked.append(contributions[0])
         # A question about a figure gets the paper's best sentence that reports one.
-        if _NUMERIC_QUESTION.search(question) and not any(re.search(r"\d", line.removesuffix(ref)) for line in lines):
+        if _NUMERIC_QUESTION.search(question) and not any(re.search(r"\d", s) for s in picked):
             figures = [s for _, s in lead if re.search(r"\d", s)]
             if figures:
-                lines.append(f"{figures[0]} {ref}")
+                picked.append(figures[0])
+        lines = [f"{quoted(s)[1]} {ref}" for s in picked]
         parts.append(f"**{clean_markup(lead_paper.paper.title)}** {ref}: " + " ".join(lines))
         others = []
         for paper, sentences in zip(chosen[1:], scored[1:]):
             if sentences and sentences[0][0] >= lead[0][0] - 0.25:
-                sentence = sentences[0][1]
-                others.append(f"- **{clean_markup(paper.paper.title)}**: {sentence} {citer.cite(paper.paper, sentence)}")
+                quote, shown = quoted(sentences[0][1])
+                others.append(f"- **{clean_markup(paper.paper.title)}**: {shown} {citer.cite(paper.paper, quote)}")
         if others:
             parts.append("Other papers in the collection bear on this:\n" + "\n".join(others))
         return "\n\n".join(parts)
@@ -386,9 +394,10 @@ class OfflineComposer(PaperSynthesizer):
             role = dict(zip(texts, sentence_roles(vectors)))
             ranked = sentences[:4]
             stating = [s for s in ranked if role.get(s[1]) in ("method", "result")]
-            sentence = (stating or ranked)[0][1] if ranked else ""
-            lines[paper.paper.doc_id] = f"- **{clean_markup(paper.paper.title)}**: {_trim(sentence)} {{cite}}"
-            quotes[paper.paper.doc_id] = sentence  # the quote is always the whole sentence
+            sentence = _alone_first(stating or ranked, margin=float("inf"))[0][1] if ranked else ""
+            quote, shown = quoted(sentence)
+            lines[paper.paper.doc_id] = f"- **{clean_markup(paper.paper.title)}**: {_trim(shown)} {{cite}}"
+            quotes[paper.paper.doc_id] = quote  # the quote is always the whole (cleaned) sentence
         n = len(papers)
         if rest:
             opening = (f"{n} papers in the collection are on this; the {len(central)} most central are grouped by "
@@ -399,14 +408,16 @@ class OfflineComposer(PaperSynthesizer):
         for label, members in self._themes(question, central):
             rows = [lines[p.paper.doc_id].replace("{cite}", citer.cite(p.paper, quotes[p.paper.doc_id]))
                     for p in members]
-            blocks.append(f"**{label}**\n" + "\n".join(rows))
+            blocks.append((f"**{label}**\n" if label else "") + "\n".join(rows))
         if rest:
             rows = [f"- {clean_markup(p.paper.title)} {citer.cite(p.paper, quotes[p.paper.doc_id])}" for p in rest]
             blocks.append("**Also on this topic**\n" + "\n".join(rows))
         return "\n\n".join(blocks)
 
     def _themes(self, question: str, papers: Sequence[ScoredPaper]) -> list[tuple[str, list[ScoredPaper]]]:
-        """Papers grouped by similarity of their abstracts, each group labelled by its shared terms."""
+        """Papers grouped by similarity of their abstracts, each group labelled by a phrase all its papers name;
+        single papers and groups without one come last, as "Other related work" (no heading when no group has
+        one)."""
         if len(papers) <= 2:
             return [(self._label(question, papers, papers), list(papers))]
         vectors = np.stack([self.sentences.of(p.paper)[1].mean(axis=0) for p in papers])
@@ -425,21 +436,27 @@ class OfflineComposer(PaperSynthesizer):
             a, b = pair
             groups[a] = groups[a] + groups.pop(b)
         groups.sort(key=lambda g: min(g))
-        singles = [g[0] for g in groups if len(g) == 1]
-        out = [(self._label(question, [papers[i] for i in g], papers), [papers[i] for i in g])
-               for g in groups if len(g) > 1]
-        if singles:
-            label = "Other related work" if out else self._label(question, [papers[i] for i in singles], papers)
-            out.append((label, [papers[i] for i in singles]))
+        out, rest = [], []
+        for g in groups:
+            label = self._label(question, [papers[i] for i in g], papers) if len(g) > 1 else ""
+            if label:
+                out.append((label, [papers[i] for i in g]))
+            else:  # a single paper, or a group whose papers share no heading
+                rest += g
+        if rest:
+            rest.sort()
+            label = "Other related work" if out else self._label(question, [papers[i] for i in rest], papers)
+            out.append((label, [papers[i] for i in rest]))
         return out
 
     def _label(self, question: str, members: Sequence[ScoredPaper], everyone: Sequence[ScoredPaper]) -> str:
-        """A theme name: the phrase (preferably two words, "speculative decoding") most shared inside the
-        group and rarest among the other papers of the answer; a word of the question counts against it."""
+        """A theme name: a phrase (preferably two words, "speculative decoding") that every paper of the group
+        names in its title or in what it does, the closest in meaning to the group; a word of the question counts
+        against it. "" (no heading) when the group shares no such phrase: no heading rather than a wrong one."""
         del everyone  # kept in the signature: the label depends on the group only
         ranked = self._label_candidates(members)
         if not ranked:
-            return "Related work"
+            return ""
         question_terms = {w.lower().rstrip("s") for w in _LABEL_WORD.findall(question)}
         scores = [score - (0.1 if key in question_terms else 0.0) for key, _, score in ranked]
         label = ranked[int(np.argmax(scores))][1]
@@ -460,17 +477,21 @@ class OfflineComposer(PaperSynthesizer):
 
     def _score_label_candidates(self, members: Sequence[ScoredPaper]) -> list[tuple[str, str, float]]:
         def phrases(paper: ScoredPaper) -> dict[str, str]:
-            words = _LABEL_WORD.findall(clean_markup(paper.paper.text))
+            # What a paper is about is in its title and in what it does (its method and problem sentences,
+            # rag_bot/roles.py), not in the benchmarks its results name or the background it starts from.
+            texts, vectors = self.sentences.of(paper.paper)
+            about = [t for t, r in zip(texts, sentence_roles(vectors)) if r in ("method", "problem")]
             found: dict[str, str] = {}
-            for i, word in enumerate(words):
-                low = word.lower()
-                if low in _STOP or low in _GENERIC or len(low) < 3:
-                    continue
-                found.setdefault(low.rstrip("s"), word)
-                if i + 1 < len(words):
-                    nxt = words[i + 1].lower()
-                    if nxt not in _STOP and nxt not in _GENERIC and len(nxt) >= 3:
-                        found.setdefault(f"{low} {nxt.rstrip('s')}", f"{word} {words[i + 1]}")
+            for part in [clean_markup(paper.paper.title), *about]:
+                for chunk in re.split(r"[.;:!?()\[\],]", part):
+                    words = _LABEL_WORD.findall(chunk)
+                    for i, word in enumerate(words):
+                        low = word.lower()
+                        if not _heading_word(low):
+                            continue
+                        found.setdefault(low.rstrip("s"), word)
+                        if i + 1 < len(words) and _heading_word(words[i + 1].lower()) and not low.endswith("ly"):
+                            found.setdefault(f"{low} {words[i + 1].lower().rstrip('s')}", f"{word} {words[i + 1]}")
             return found
 
         inside: Counter[str] = Counter()
@@ -481,14 +502,12 @@ class OfflineComposer(PaperSynthesizer):
                 surface.setdefault(key, text)
         if not inside:
             return []
-        # Among the phrases the group shares, the one closest in meaning to the group's centroid names it
-        # ("speculative decoding"), rather than a frequent but empty word ("consistently").
-        need = min(2, len(members))
+        # Among the phrases every paper of the group names, the one closest in meaning to the group's centroid
+        # names it ("speculative decoding"), rather than a frequent but empty word ("consistently").
         # A heading is a noun phrase: two-word phrases, or single words that are names or read as nouns (never a
         # lone adjective or verb such as "Optimal" or "Predict").
-        nounish = [k for k in inside if " " in k or _is_nounish(surface[k])]
-        candidates = [k for k in sorted(nounish, key=lambda k: -inside[k]) if inside[k] >= need][:40] \
-            or sorted(nounish, key=lambda k: -inside[k])[:40]
+        nounish = [k for k in inside if " " in k or is_nounish(surface[k])]
+        candidates = [k for k in sorted(nounish, key=lambda k: -inside[k]) if inside[k] == len(members)][:40]
         if not candidates:
             return []
         centroid = np.mean([self.sentences.of(p.paper)[1].mean(axis=0) for p in members], axis=0)
@@ -510,7 +529,8 @@ class OfflineComposer(PaperSynthesizer):
         picks: list[dict[str, str]] = []
         for paper, sentences in zip(chosen, scored):
             ordered = [s for _, s in sentences]
-            body = split_sentences(clean_markup(paper.paper.text))
+            body, vectors = self.sentences.of(paper.paper)
+            probability = dict(zip(body, role_probabilities(vectors)))
             used: set[str] = set()
             pick: dict[str, str] = {}
             for row, cues, pool in (
@@ -518,8 +538,14 @@ class OfflineComposer(PaperSynthesizer):
                 ("Problem", _PROBLEM_CUES, body[: max(2, len(body) // 2)]),
                 ("Reported results", _RESULT_CUES, list(reversed(body))),
             ):
-                candidates = [s for s in pool if cues.search(s) and s not in used] or \
-                             [s for s in ordered if s not in used]
+                # A row's sentence has the row's role (rag_bot/roles.py): its cue-word candidates of that role,
+                # else its likeliest sentence of that role, else (Approach and results only) the cue-word
+                # candidates; an abstract that states no problem gets "—", not its background.
+                k = ROLES.index(_ROW_ROLE[row])
+                of_role = [s for s in body if s not in used and int(np.argmax(probability[s])) == k]
+                cued = [s for s in pool if cues.search(s) and s not in used] or [s for s in ordered if s not in used]
+                candidates = [s for s in cued if s in of_role] or sorted(of_role, key=lambda s: -probability[s][k]) \
+                    or ([] if row == "Problem" else cued)
                 if row == "Approach":
                     # The contribution sentence first; a sentence reporting results belongs to the last row.
                     def approach(s: str) -> int:
@@ -532,6 +558,8 @@ class OfflineComposer(PaperSynthesizer):
                         verbs = bool(_RESULT_WORDS.search(s))
                         return 2 * verbs + bool(re.search(r"\d", s)) - 2 * bool(_LIMITATION.search(s))
                     candidates = sorted(candidates, key=strength, reverse=True)
+                # A cell reads alone: a sentence that points back at what it does not name comes last.
+                candidates = sorted(candidates, key=lambda s: not reads_alone(clean_quote(s)))
                 sentence = candidates[0] if candidates else ""
                 used.add(sentence)
                 pick[row] = sentence
@@ -539,8 +567,9 @@ class OfflineComposer(PaperSynthesizer):
         for row in ("Problem", "Approach", "Reported results"):
             cells = []
             for paper, pick in zip(chosen, picks):
-                sentence = pick[row]
-                cells.append(f"{_cell(_trim(sentence))} {citer.cite(paper.paper, pick['Approach'])}" if sentence else "—")
+                sentence = quoted(pick[row])[1] if pick[row] else ""
+                cite = citer.cite(paper.paper, clean_quote(pick["Approach"]))
+                cells.append(f"{_cell(_trim(sentence))} {cite}" if sentence else "—")
             rows.append(f"| **{row}** | " + " | ".join(cells) + " |")
         intro = "Side by side, as their abstracts describe them:"
         if len(named) < 2 and len(chosen) >= 2:

@@ -34,11 +34,19 @@ def _model(path: Path = MODEL_FILE) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return data["mean"], data["scale"], data["weights"]
 
 
-def sentence_roles(vectors: np.ndarray) -> list[str]:
-    """The role of each sentence of one abstract, from its sentence vectors (in order)."""
+def role_probabilities(vectors: np.ndarray) -> np.ndarray:
+    """For each sentence of one abstract (its sentence vectors, in order), the probability of each role (columns
+    in `ROLES` order)."""
     if len(vectors) == 0:
-        return []
+        return np.zeros((0, len(ROLES)))
     mean, scale, weights = _model()
     rows = (role_signals(vectors) - mean) / scale
     scores = np.hstack([rows, np.ones((len(rows), 1))]) @ weights
-    return [ROLES[int(k)] for k in scores.argmax(axis=1)]
+    scores -= scores.max(axis=1, keepdims=True)
+    p = np.exp(scores)
+    return np.asarray(p / p.sum(axis=1, keepdims=True))
+
+
+def sentence_roles(vectors: np.ndarray) -> list[str]:
+    """The role of each sentence of one abstract, from its sentence vectors (in order)."""
+    return [ROLES[int(k)] for k in role_probabilities(vectors).argmax(axis=1)]

@@ -200,6 +200,21 @@ def derive_title(text: str, names: list[str] | None = None) -> str:
     return noun_phrase(re.split(r"[,;:]", first)[0]) or clean[:80]
 
 
+# --- headings ---------------------------------------------------------------------------------------
+_NOUN_ENDINGS = re.compile(
+    r"(?:tion|sion|ment|ness|ity|ism|ure|ance|ence|ics|ogy|sis|ing|er|or|ers|ors|ant|ist|age|ship|hood|data|"
+    r"model|graph|agent|network|system|benchmark|dataset|attention|learning|decoding|search|steering|policy|"
+    r"memory|cache|kernel|code|text|image|speech|audio|video|reward)s?$",
+    re.IGNORECASE,
+)
+
+
+def is_nounish(word: str) -> bool:
+    """Whether a single word can head a theme or topic name: a name or acronym (CorrSteer, LoRA, KV), or a noun
+    by its ending."""
+    return bool(re.search(r"[A-Z].*[A-Z]|\d", word)) or bool(_NOUN_ENDINGS.search(word.lower()))
+
+
 # --- questions ---------------------------------------------------------------------------------------
 # Words that say what kind of answer is wanted, not what it is about; they only blur retrieval.
 _INSTRUCTION = re.compile(

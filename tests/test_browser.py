@@ -178,15 +178,38 @@ def test_upload_then_a_hostile_abstract_shows_as_text(page, tmp_path):
     assert page.evaluate("window.xssHit") is None, "nothing from the abstract ran"
 
 
-def test_map_shows_topics_and_the_last_sources(page):
+MAP_SCREENSHOT_ENV = "RAG_BOT_MAP_SCREENSHOT"  # `make screenshot` sets it to docs/map.png
+
+
+def test_the_map_names_its_topics_titles_its_points_and_opens_a_paper(page, tmp_path):
+    """The Map tab: topic names on the drawing, no axes, the last answer's sources as stars, a paper's title on
+    hover, its card on click, and a button that asks about it in the chat."""
     page.get_by_role("tab", name="Map").click()
-    page.wait_for_selector("#map canvas, #map svg", timeout=30000)
-    assert "Topics" in page.locator("body").inner_text()
-    # The legend names the topics and the last answer's sources (drawn only when points are plotted).
-    page.wait_for_function("() => document.querySelector('#map').textContent.includes('cited in the last answer')",
-                           timeout=15000)
+    page.wait_for_selector("#map svg circle", timeout=30000)
+    names = page.evaluate("() => [...document.querySelectorAll('#map .topic-name')].map(t => t.textContent)")
+    legend = page.locator("body").inner_text()
+    assert names and all(name in legend for name in names), (names, legend[:300])
+    assert page.locator("#map .tick, #map [class*=axis]").count() == 0
+    # The earlier tests' last answer cited papers: they are drawn as stars, with their titles.
+    page.wait_for_selector("#map path.cited", timeout=15000)
+    point = page.locator("#map circle").nth(3)
+    hover = point.locator("title").text_content()
+    title = hover.split(" · ")[0]
+    assert title in {t for t in page.evaluate("() => [...document.querySelectorAll('#map circle title')]"
+                                               ".map(t => t.textContent.split(' · ')[0])")}
+    point.dispatch_event("click")
+    page.wait_for_selector("#map .map-card .src-title", timeout=15000)
+    assert page.locator("#map .map-card .src-title").inner_text() == title
+    assert len(page.locator("#map .map-card .src-abstract").inner_text()) > 100
+    shot = Path(os.environ.get(MAP_SCREENSHOT_ENV) or tmp_path / "map.png")
+    page.locator("#map").screenshot(path=str(shot))
+    page.locator("#map .map-ask").click()
+    page.wait_for_function("() => document.querySelector('#question textarea').value.startsWith('Tell me about ')",
+                           timeout=10000)
+    assert page.locator("#question textarea").input_value() == f"Tell me about {title}"
+    assert page.locator("#question textarea").is_visible()  # back on the Chat tab
+    page.locator("#question textarea").fill("")
     assert page.evaluate("window.xssHit") is None
-    assert not [e for e in page.errors if "xss" in e.lower()]  # type: ignore[attr-defined]
 
 
 def test_images_in_an_abstract_never_load(page, tmp_path):

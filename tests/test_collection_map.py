@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rag_bot.collection_map import CITED, build_map, choose_k, kmeans, project_2d
+from rag_bot.collection_map import build_map, choose_k, kmeans, project_2d
 from rag_bot.types import Paper
 
 SEEDS = Path(__file__).resolve().parent.parent / "seeds"
@@ -52,9 +52,11 @@ def test_seed_map_has_labelled_topics_and_highlights_citations(engine) -> None:
     lora = [i for i, t in enumerate(cmap.titles) if "LoRA" in t and "ederated" in t]
     assert len(lora) >= 2 and len({int(cmap.clusters[i]) for i in lora}) == 1
     assert "federated lora" in cmap.labels[int(cmap.clusters[lora[0]])].lower()
-    rows = cmap.rows(highlight=[cmap.doc_ids[0]])
-    assert rows[0]["topic"] == CITED and all(r["topic"] != CITED for r in rows[1:])
-    assert {"x", "y", "title", "id", "source"} <= set(rows[0])
+    # Topics are named by two noun phrases, never by an adverb or a lone adjective.
+    for label in cmap.labels:
+        number, names = label.split(". ", 1)
+        assert number.isdigit() and 1 <= len(names.split(" · ")) <= 2
+        assert not any(word.endswith("ly") for word in names.split())
 
 
 def test_tiny_collections_still_map() -> None:
@@ -143,7 +145,8 @@ def test_a_saved_map_of_an_older_format_is_computed_again(tmp_path, seed_list_sm
 
 
 def test_the_plotted_sample_is_bounded_spread_and_keeps_the_cited_papers(engine) -> None:
-    from rag_bot.ui.render import map_frame, map_label, map_legend
+    from rag_bot.ui.map import map_svg
+    from rag_bot.ui.render import map_label, map_legend
 
     papers = engine.index.all_papers()
     cmap = build_map(papers, engine.index.paper_vectors([p.doc_id for p in papers]))
@@ -155,9 +158,32 @@ def test_the_plotted_sample_is_bounded_spread_and_keeps_the_cited_papers(engine)
     assert cited
     rows = cmap.sample(10, [*cited, "not-a-paper"])
     assert rows == sorted(set(spread) | {cmap.row_of(d) for d in cited}) == cmap.sample(10, cited)
-    frame = map_frame(cmap, cited, limit=10)
-    assert len(frame) == 10 + len(cited) and set(frame[frame.topic == CITED]["id"]) == set(cited)
-    label = map_label(len(frame), len(cmap))
+    svg = map_svg(cmap, cited, limit=10)
+    assert svg.count("<circle") == 10 and set(re.findall(r'class="cited"[^>]*data-id="([^"]+)"', svg)) == set(cited)
+    label = map_label(10 + len(cited), len(cmap))
     assert label.endswith(f"· {10 + len(cited)} of 38 papers shown") and "·" not in map_label(38, 38)
     assert sum(int(n) for n in re.findall(r"\((\d+)\)", map_legend(cmap))) == 38  # counts are of every paper
-    assert len(map_frame(cmap)) == 38 and cmap.row_of(cmap.doc_ids[5]) == 5 and cmap.row_of("zz") is None
+    assert map_svg(cmap).count("<circle") == 38 and cmap.row_of(cmap.doc_ids[5]) == 5 and cmap.row_of("zz") is None
+
+
+def test_the_drawn_map_names_its_topics_where_they_are_and_titles_every_point(engine) -> None:
+    """Each topic's name is written at the centre of its papers, every point carries its paper's title (shown on
+    hover) and id (opened on click), titles are escaped, and nothing draws an axis."""
+    import html
+
+    from rag_bot.ui.map import _scaled, map_svg, topic_name
+
+    papers = engine.index.all_papers()
+    cmap = build_map(papers, engine.index.paper_vectors([p.doc_id for p in papers]))
+    svg = map_svg(cmap)
+    points = re.findall(r'<circle cx="([\d.]+)" cy="([\d.]+)"[^>]*data-id="([^"]+)"><title>([^<]+)</title>', svg)
+    assert len(points) == 38
+    assert {html.unescape(t).split(" · ")[0] for *_, t in points} == set(cmap.titles)
+    xy = _scaled(cmap.xy)
+    for topic, label in enumerate(cmap.labels):
+        x, y = (float(v) for v in re.search(
+            rf'<text class="topic-name" x="(-?[\d.]+)" y="(-?[\d.]+)"[^>]*>{re.escape(html.escape(topic_name(label)))}<',
+            svg).groups())
+        mine = xy[cmap.clusters == topic]
+        assert np.allclose((x, y), np.median(mine, axis=0), atol=1.0)
+    assert "axis" not in svg.lower() and "component" not in svg.lower()

@@ -8,6 +8,7 @@ from functools import lru_cache
 import pytest
 
 from rag_bot.compose import detect_mode
+from rag_bot.quotes import clean_quote, quoted
 from rag_bot.text import clean_markup, split_sentences
 from tests.conftest import paper_with
 
@@ -21,7 +22,8 @@ def ask(engine):
 
 
 def assert_citations_consistent(engine, answer) -> None:
-    """Every [n] has its source, every source is used, numbered 1..k, quotes are sentences of the paper."""
+    """Every [n] has its source, every source is used, numbered 1..k, quotes are sentences of the paper (without
+    a dangling lead-in: the rest of the sentence, exactly)."""
     used = {int(n) for n in CITE.findall(answer.answer)}
     numbers = [c.n for c in answer.citations]
     assert numbers == list(range(1, len(numbers) + 1)), f"citations numbered {numbers}"
@@ -32,7 +34,8 @@ def assert_citations_consistent(engine, answer) -> None:
         assert c.title == clean_markup(paper.title)
         assert c.source == paper.source
         sentences = split_sentences(clean_markup(paper.text))
-        assert c.quote in sentences, f"[{c.n}] quote is not a sentence of {c.doc_id}: {c.quote!r}"
+        assert c.quote in [clean_quote(s) for s in sentences], \
+            f"[{c.n}] quote is not a (cleaned) sentence of {c.doc_id}: {c.quote!r}"
 
 
 INTEGRITY_QUESTIONS = [
@@ -66,8 +69,10 @@ def test_every_citation_is_used_numbered_and_quoted_verbatim(engine, ask, questi
     assert_citations_consistent(engine, answer)
     if mode != "compare":  # compare cells show several sentences, cited with the approach sentence
         for c in answer.citations:
-            # the quoted sentence is what the answer shows (long ones shortened for display)
-            assert f"{c.quote} [{c.n}]" in answer.answer or c.quote[:150] in answer.answer
+            # the quoted sentence is what the answer shows (long ones shortened for display; capitalised when its
+            # lead-in was dropped)
+            shown = quoted(next(s for s in engine.sentences.of(engine.papers[c.doc_id])[0] if s.endswith(c.quote)))[1]
+            assert f"{shown} [{c.n}]" in answer.answer or shown[:150] in answer.answer
 
 
 def test_summary_quotes_of_long_sentences_are_whole_sentences(engine):
@@ -455,6 +460,7 @@ def test_a_summary_line_says_what_the_paper_does_or_finds(engine, ask):
                      "Summarize the work on federated learning", "Summarize the work on steering.",
                      "Summarize the work on evaluating language models."):
         for c in ask(question, "summary").citations:
-            role = labels.get((c.doc_id, hashlib.sha1(c.quote.encode()).hexdigest()[:12]))
+            whole = next(s for s in engine.sentences.of(engine.papers[c.doc_id])[0] if s.endswith(c.quote))
+            role = labels.get((c.doc_id, hashlib.sha1(whole.encode()).hexdigest()[:12]))
             roles += [role] if role else []
     assert len(roles) >= 8 and sum(r in ("method", "result") for r in roles) / len(roles) >= 0.8, roles

@@ -196,10 +196,6 @@ def build_app(engine: Engine, library: Any = None) -> Any:
             cmap.render()
 
         answered = chat.register_events()
-        for event in answered:
-            # The map's highlights follow each answer (a redraw on the tab's select alone does not show them in
-            # Gradio 6.31: the freshly mounted plot keeps its first value). Cheap: 38-point frame, no engine call.
-            cmap.follow(event)
         history.register_events(app, answered)
         cmap.refresh_legend(collection.register_events())
         cmap.register_events()

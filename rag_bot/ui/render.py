@@ -271,15 +271,6 @@ def table_caption(found: int, query: str = "", limit: int | None = None) -> str:
     return papers
 
 
-def map_frame(cmap: CollectionMap, cited: Sequence[str] = (), limit: int | None = None) -> Any:
-    """The map's points as a DataFrame (x, y, topic, title, id, source): at most `limit` (`MAP_POINTS`) papers
-    evenly spread over the map, plus the cited papers (drawn as their own series)."""
-    import pandas as pd
-
-    limit = MAP_POINTS if limit is None else limit
-    return pd.DataFrame(cmap.rows(cited, limit=limit), columns=["x", "y", "topic", "title", "id", "source"])
-
-
 def map_label(shown: int, total: int) -> str:
     """The plot's label, saying when it draws a sample of the papers."""
     return MAP_LABEL if shown >= total else f"{MAP_LABEL} · {shown:,} of {total:,} papers shown"
