@@ -128,10 +128,13 @@ def headings(answer) -> list[tuple[str, list[str]]]:
     for block in answer.answer.split("\n\n"):
         lines = block.split("\n")
         m = re.match(r"^\*\*(.+)\*\*$", lines[0])
-        if not m or m.group(1) == "Also on this topic":
+        if m and m.group(1) == "Also on this topic":
             continue
-        ids = [by_n[int(n)] for line in lines[1:] for n in re.findall(r"\[(\d+)\]\s*$", line) if int(n) in by_n]
-        out.append((m.group(1), ids))
+        body = lines[1:] if m else lines
+        ids = [by_n[int(n)] for line in body if line.startswith("- **")
+               for n in re.findall(r"\[(\d+)\]\s*$", line) if int(n) in by_n]
+        if ids:  # a themed block, with its heading or without one ("")
+            out.append((m.group(1) if m else "", ids))
     return out
 
 
@@ -181,6 +184,7 @@ def measure(engine, judge: Judge, jobs: list[tuple[str, str, str, bool]], store:
             add(f"empty {row}", 1)
         if answer.mode == "summary":
             for heading, ids in headings(answer):
+                add("groups headed", int(bool(heading)))
                 sink.append({"store": store, "question_id": qid, "question": question, "heading": heading,
                              "doc_ids": ids})
     return {k: (round(sum(v) / len(v), 3), len(v)) if v and isinstance(v[0], int) else v[:8]

@@ -24,14 +24,14 @@ import shutil
 import time
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rag_bot.text import clean_markup, is_nounish
+from rag_bot.text import clean_markup
 from rag_bot.types import Paper
 
 if TYPE_CHECKING:
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FIT_SAMPLE = 4000  # papers k-means is fitted on (evenly spread); all papers are then assigned
-NAME_CANDIDATES = 10  # a topic's most distinctive terms that its name is chosen from, by meaning
 TERM_SAMPLE = 250  # papers per topic whose words name it (evenly spread)
 MAP_FORMAT = 3  # 2: venues and years saved; 3: topics named by noun phrases; bump when what is saved, or how the map is computed, changes
 
@@ -231,8 +230,8 @@ def _words(paper: Paper) -> set[str]:
             # Acronyms keep their case (LLM, RL); other words are lower-cased and lightly de-pluralised.
             if word.isupper() and len(word) <= 6:
                 term = word
-            elif lower.endswith("sses"):  # processes -> process
-                term = lower[:-2]
+            elif lower.endswith(("sses", "ices")):  # processes -> process; matrices stays whole
+                term = lower[:-2] if lower.endswith("sses") else lower
             elif lower.endswith("s") and not lower.endswith(("ss", "us", "is")) and len(lower) > 4:
                 term = lower[:-1]
             else:
@@ -244,26 +243,18 @@ def _words(paper: Paper) -> set[str]:
     return out
 
 
-_ADJECTIVE_ENDING = re.compile(r"(?:al|ic|ive|ous|ary|ful|less|able|ible|ly)$")
+# Compound modifiers ("high-quality", "large-scale", "long-context") describe a topic; they never name one.
+_MODIFIER = re.compile(r"^(?:high|low|large|small|long|short|well|wide|fine-grained|real)-")
 
 
 def _names_a_topic(term: str) -> bool:
-    """Whether a term can name a topic: a noun phrase, its last word a noun or a name ("causal inference",
-    "LLM"), never an adjective or adverb ("neural", "high-quality", "efficiently")."""
+    """Whether a term can name a topic: no adverb ("efficiently") and no compound modifier on its own."""
     words = term.split(" ")
-    head = words[-1].split("-")[-1]
-    if words[0].endswith("ly"):
-        return False
-    return is_nounish(head) or (len(words) > 1 and not _ADJECTIVE_ENDING.search(head))
+    return not any(w.endswith("ly") for w in words) and not (len(words) == 1 and _MODIFIER.match(term))
 
 
-def cluster_terms(papers: Sequence[Paper], clusters: np.ndarray, n_terms: int = 3,
-                  centres: np.ndarray | None = None, embed: Callable[[list[str]], np.ndarray] | None = None,
-                  ) -> list[list[str]]:
-    """The terms that set each cluster apart: shared by many of its papers, rare in the rest (TF-IDF-like).
-    Given the clusters' `centres` and the embedder's `embed`, the `NAME_CANDIDATES` most distinctive are taken in
-    order of closeness in meaning to their cluster's centre (what the topic is about, not a word its abstracts
-    happen to share)."""
+def cluster_terms(papers: Sequence[Paper], clusters: np.ndarray, n_terms: int = 3) -> list[list[str]]:
+    """The terms that set each cluster apart: shared by many of its papers, rare in the rest (TF-IDF-like)."""
     n = len(papers)
     groups = [np.flatnonzero(clusters == j) for j in range(int(clusters.max()) + 1 if n else 0)]
     # Past TERM_SAMPLE papers a topic is read from an evenly spread sample of them (the counts are shares).
@@ -285,16 +276,12 @@ def cluster_terms(papers: Sequence[Paper], clusters: np.ndarray, n_terms: int = 
         # A topic is named by noun phrases: a single word must read as a noun or a name ("quantization", "LLM"),
         # never an adjective or adverb ("high-quality", "efficiently").
         candidates = [w for w, c in inside.items() if c >= min(2, size) and _names_a_topic(w)]
-        ordered = sorted(candidates, key=lambda w: (-weight(w), w))
-        if embed is not None and centres is not None and ordered:
-            top = ordered[:NAME_CANDIDATES]
-            closeness = embed(top) @ centres[len(out)]
-            ordered = [top[k] for k in np.argsort(-closeness, kind="stable")] + ordered[NAME_CANDIDATES:]
         chosen: list[str] = []
-        for term in ordered:
-            words = set(term.split(" "))
-            # A term that repeats a word of one already chosen adds little ("federated" after "federated lora").
-            if any(words & set(c.split(" ")) for c in chosen):
+        for term in sorted(candidates, key=lambda w: (-weight(w), w)):
+            stems = {w[:5] for w in term.split(" ")}
+            # A term that repeats a word of one already chosen, or its stem, adds little ("federated" after
+            # "federated lora", "classifier" after "classification").
+            if any(stems & {w[:5] for w in c.split(" ")} for c in chosen):
                 continue
             chosen.append(term)
             if len(chosen) == n_terms:
@@ -317,16 +304,11 @@ def _empty() -> CollectionMap:
                          clusters=np.zeros(0, dtype=int), labels=[], terms=[])
 
 
-def _layout(kept: Sequence[Paper], matrix: np.ndarray,
-            embed: Callable[[list[str]], np.ndarray] | None = None) -> CollectionMap:
-    """The map of papers sorted by doc_id, row n of `matrix` being paper n's vector; `embed` (the embedder's)
-    names the topics by meaning."""
+def _layout(kept: Sequence[Paper], matrix: np.ndarray) -> CollectionMap:
+    """The map of papers sorted by doc_id, row n of `matrix` being paper n's vector."""
     started = time.perf_counter()
     clusters = kmeans(matrix, choose_k(len(kept)))
-    unit = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-    centres = np.stack([unit[clusters == j].mean(axis=0) for j in range(int(clusters.max()) + 1)])
-    centres /= np.maximum(np.linalg.norm(centres, axis=1, keepdims=True), 1e-12)
-    terms = cluster_terms(kept, clusters, centres=centres, embed=embed)
+    terms = cluster_terms(kept, clusters)
     labels = []
     for j, words in enumerate(terms):
         label = " · ".join(words[:2]) or f"topic {j + 1}"  # two phrases name a topic; all three are kept
@@ -397,7 +379,7 @@ def map_of(index: PaperIndex, papers: Mapping[str, Paper] | None = None) -> Coll
     order = sorted(range(len(ids)), key=ids.__getitem__)
     kept = [papers[ids[i]] for i in order if ids[i] in papers]
     rows = [i for i in order if ids[i] in papers]
-    cmap = _layout(kept, matrix[rows], index.embedder.embed) if kept else _empty()
+    cmap = _layout(kept, matrix[rows]) if kept else _empty()
     if not str(state.get("generation") or "").startswith("writing-") and kept:
         try:
             if stale:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import re
 from abc import abstractmethod
-from collections import Counter
 from collections.abc import Generator, Iterator, Sequence
 from typing import Any
 
@@ -28,14 +27,14 @@ from rag_bot.quotes import clean_quote, quoted, reads_alone
 from rag_bot.roles import ROLES, role_probabilities, sentence_roles
 from rag_bot.sentences import SentenceIndex
 from rag_bot.settings import Settings
-from rag_bot.text import clean_markup, is_nounish, topic_query
+from rag_bot.text import clean_markup, topic_query
+from rag_bot.themes import Themes
 from rag_bot.types import Answer, Citation, Filters, Mode, Paper, ScoredPaper
 
 log = logging.getLogger(__name__)
 
 NEARLY = 0.08  # a sentence this close to a paper's best (similarity + overlap) is as relevant as it (see _ask)
 RETRIEVED_IN_ANSWER = 10  # ranked papers listed in an answer's `retrieved`
-LABEL_CACHE = 2000  # groups of papers whose theme-label candidates are kept
 QUOTED_TOPIC_WORDS = 12  # a refusal quotes the question's topic back when it is at most this long (not a pasted abstract)
 # The words a question opens with before its topic ("how well do", "is there", "what are"), not quoted back.
 _QUESTION_LEAD = re.compile(r"^(?:(?:how(?: well| much| far)?|what|which|why|when|where|who)\s+(?:do|does|did|is|are|"
@@ -93,26 +92,7 @@ _STOP = set(
     "then there here paper papers work collection say says tell me some any between other using use "
     "used based new approach method methods model models also such more most via each both".split()
 )
-_PREPOSITIONS = set("among amongst across along around before after behind beyond despite during except inside "
-                    "near onto outside over past since through toward towards under unlike until upon within "
-                    "without whose whether".split())
 _WORD = re.compile(r"[a-z][a-z0-9\-]+")
-_LABEL_WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]+")
-# Words every abstract uses; they never name a theme.
-_GENERIC = set(
-    "propose proposed present introduce show shows shown results result performance existing novel "
-    "framework frameworks methods large language llm llms models learning data task tasks however while "
-    "across achieve achieves significant significantly experiments extensive state-of-the-art art state "
-    "improve improves improved improving work recent recently first further without including two three "
-    "efficient effective effectively different various key critical across under both often remains".split()
-)
-
-
-def _heading_word(low: str) -> bool:
-    """Whether a (lower-cased) word can be part of a theme heading: not a function word, a generic word of every
-    abstract, or a sentence adverb ("accurately")."""
-    return len(low) >= 3 and low not in _STOP and low not in _GENERIC and low not in _PREPOSITIONS \
-        and not low.endswith("ly")
 
 
 def detect_mode(question: str) -> Mode:
@@ -298,8 +278,7 @@ class OfflineComposer(PaperSynthesizer):
 
     def __init__(self, sentences: SentenceIndex, settings: Settings) -> None:
         super().__init__(sentences, settings)
-        # Theme-label candidates per group of papers (see `_label_candidates`); cleared when full.
-        self._labels: dict[tuple[tuple[str, int], ...], list[tuple[str, str, float]]] = {}
+        self.themes = Themes(sentences)
 
     @property
     def name(self) -> str:
@@ -323,6 +302,12 @@ class OfflineComposer(PaperSynthesizer):
             text = self._ask(question, sources, citer)
         return Answer(question=question, mode=mode, answer=text, grounded=True, citations=citer.citations,
                       retrieved=[])
+
+    def _quoted(self, paper: ScoredPaper, sentence: str) -> tuple[str, str]:
+        """(quote, shown) of one of the paper's sentences, led by the sentence before it when it points back."""
+        texts = self.sentences.of(paper.paper)[0]
+        i = texts.index(sentence) if sentence in texts else 0
+        return quoted(sentence, texts[i - 1] if i > 0 else "")
 
     def _scored_sentences(self, question: str, papers: Sequence[ScoredPaper]) -> list[list[tuple[float, str]]]:
         """For each paper, its sentences with their relevance to the question (best first)."""
@@ -355,7 +340,7 @@ class OfflineComposer(PaperSynthesizer):
         lead_paper, lead = chosen[0], scored[0]
         parts = []
         first = lead[0][1]
-        ref = citer.cite(lead_paper.paper, clean_quote(first))
+        ref = citer.cite(lead_paper.paper, self._quoted(lead_paper, first)[0])
         picked = [first]
         # A second sentence from the best paper when it is nearly as relevant (details, figures).
         if len(lead) > 1 and lead[1][0] >= lead[0][0] - NEARLY:
@@ -370,12 +355,12 @@ class OfflineComposer(PaperSynthesizer):
             figures = [s for _, s in lead if re.search(r"\d", s)]
             if figures:
                 picked.append(figures[0])
-        lines = [f"{quoted(s)[1]} {ref}" for s in picked]
+        lines = [f"{self._quoted(lead_paper, s)[1]} {ref}" for s in picked]
         parts.append(f"**{clean_markup(lead_paper.paper.title)}** {ref}: " + " ".join(lines))
         others = []
         for paper, sentences in zip(chosen[1:], scored[1:]):
             if sentences and sentences[0][0] >= lead[0][0] - 0.25:
-                quote, shown = quoted(sentences[0][1])
+                quote, shown = self._quoted(paper, sentences[0][1])
                 others.append(f"- **{clean_markup(paper.paper.title)}**: {shown} {citer.cite(paper.paper, quote)}")
         if others:
             parts.append("Other papers in the collection bear on this:\n" + "\n".join(others))
@@ -395,17 +380,19 @@ class OfflineComposer(PaperSynthesizer):
             ranked = sentences[:4]
             stating = [s for s in ranked if role.get(s[1]) in ("method", "result")]
             sentence = _alone_first(stating or ranked, margin=float("inf"))[0][1] if ranked else ""
-            quote, shown = quoted(sentence)
+            quote, shown = self._quoted(paper, sentence)
             lines[paper.paper.doc_id] = f"- **{clean_markup(paper.paper.title)}**: {_trim(shown)} {{cite}}"
             quotes[paper.paper.doc_id] = quote  # the quote is always the whole (cleaned) sentence
         n = len(papers)
+        themes = self.themes.group(question, central)
+        grouped = "grouped by theme below" if any(label for label, _ in themes) else "below"
         if rest:
-            opening = (f"{n} papers in the collection are on this; the {len(central)} most central are grouped by "
-                       f"theme below, the other {len(rest)} are listed after them.")
+            opening = (f"{n} papers in the collection are on this; the {len(central)} most central are {grouped}, "
+                       f"the other {len(rest)} are listed after them.")
         else:
-            opening = f"The collection holds {n} paper{'s' if n != 1 else ''} on this, grouped by theme below."
+            opening = f"The collection holds {n} paper{'s' if n != 1 else ''} on this, {grouped}."
         blocks = [opening]
-        for label, members in self._themes(question, central):
+        for label, members in themes:
             rows = [lines[p.paper.doc_id].replace("{cite}", citer.cite(p.paper, quotes[p.paper.doc_id]))
                     for p in members]
             blocks.append((f"**{label}**\n" if label else "") + "\n".join(rows))
@@ -413,108 +400,6 @@ class OfflineComposer(PaperSynthesizer):
             rows = [f"- {clean_markup(p.paper.title)} {citer.cite(p.paper, quotes[p.paper.doc_id])}" for p in rest]
             blocks.append("**Also on this topic**\n" + "\n".join(rows))
         return "\n\n".join(blocks)
-
-    def _themes(self, question: str, papers: Sequence[ScoredPaper]) -> list[tuple[str, list[ScoredPaper]]]:
-        """Papers grouped by similarity of their abstracts, each group labelled by a phrase all its papers name;
-        single papers and groups without one come last, as "Other related work" (no heading when no group has
-        one)."""
-        if len(papers) <= 2:
-            return [(self._label(question, papers, papers), list(papers))]
-        vectors = np.stack([self.sentences.of(p.paper)[1].mean(axis=0) for p in papers])
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        sims = vectors @ vectors.T
-        groups: list[list[int]] = [[i] for i in range(len(papers))]
-        while len(groups) > 1:  # average-link agglomerative clustering
-            best, pair = -1.0, (0, 0)
-            for a in range(len(groups)):
-                for b in range(a + 1, len(groups)):
-                    s = float(np.mean([sims[i, j] for i in groups[a] for j in groups[b]]))
-                    if s > best:
-                        best, pair = s, (a, b)
-            if best < 0.45:
-                break
-            a, b = pair
-            groups[a] = groups[a] + groups.pop(b)
-        groups.sort(key=lambda g: min(g))
-        out, rest = [], []
-        for g in groups:
-            label = self._label(question, [papers[i] for i in g], papers) if len(g) > 1 else ""
-            if label:
-                out.append((label, [papers[i] for i in g]))
-            else:  # a single paper, or a group whose papers share no heading
-                rest += g
-        if rest:
-            rest.sort()
-            label = "Other related work" if out else self._label(question, [papers[i] for i in rest], papers)
-            out.append((label, [papers[i] for i in rest]))
-        return out
-
-    def _label(self, question: str, members: Sequence[ScoredPaper], everyone: Sequence[ScoredPaper]) -> str:
-        """A theme name: a phrase (preferably two words, "speculative decoding") that every paper of the group
-        names in its title or in what it does, the closest in meaning to the group; a word of the question counts
-        against it. "" (no heading) when the group shares no such phrase: no heading rather than a wrong one."""
-        del everyone  # kept in the signature: the label depends on the group only
-        ranked = self._label_candidates(members)
-        if not ranked:
-            return ""
-        question_terms = {w.lower().rstrip("s") for w in _LABEL_WORD.findall(question)}
-        scores = [score - (0.1 if key in question_terms else 0.0) for key, _, score in ranked]
-        label = ranked[int(np.argmax(scores))][1]
-        return label[0].upper() + label[1:]
-
-    def _label_candidates(self, members: Sequence[ScoredPaper]) -> list[tuple[str, str, float]]:
-        """The candidate theme names of a group of papers as (key, text, score before the question is taken into
-        account), cached per group: the same papers are grouped again by every question on their topic."""
-        group = tuple((p.paper.doc_id, hash(p.paper.text)) for p in members)
-        cached = self._labels.get(group)
-        if cached is not None:
-            return cached
-        ranked = self._score_label_candidates(members)
-        if len(self._labels) >= LABEL_CACHE:
-            self._labels.clear()
-        self._labels[group] = ranked
-        return ranked
-
-    def _score_label_candidates(self, members: Sequence[ScoredPaper]) -> list[tuple[str, str, float]]:
-        def phrases(paper: ScoredPaper) -> dict[str, str]:
-            # What a paper is about is in its title and in what it does (its method and problem sentences,
-            # rag_bot/roles.py), not in the benchmarks its results name or the background it starts from.
-            texts, vectors = self.sentences.of(paper.paper)
-            about = [t for t, r in zip(texts, sentence_roles(vectors)) if r in ("method", "problem")]
-            found: dict[str, str] = {}
-            for part in [clean_markup(paper.paper.title), *about]:
-                for chunk in re.split(r"[.;:!?()\[\],]", part):
-                    words = _LABEL_WORD.findall(chunk)
-                    for i, word in enumerate(words):
-                        low = word.lower()
-                        if not _heading_word(low):
-                            continue
-                        found.setdefault(low.rstrip("s"), word)
-                        if i + 1 < len(words) and _heading_word(words[i + 1].lower()) and not low.endswith("ly"):
-                            found.setdefault(f"{low} {words[i + 1].lower().rstrip('s')}", f"{word} {words[i + 1]}")
-            return found
-
-        inside: Counter[str] = Counter()
-        surface: dict[str, str] = {}
-        for paper in members:
-            for key, text in phrases(paper).items():
-                inside[key] += 1
-                surface.setdefault(key, text)
-        if not inside:
-            return []
-        # Among the phrases every paper of the group names, the one closest in meaning to the group's centroid
-        # names it ("speculative decoding"), rather than a frequent but empty word ("consistently").
-        # A heading is a noun phrase: two-word phrases, or single words that are names or read as nouns (never a
-        # lone adjective or verb such as "Optimal" or "Predict").
-        nounish = [k for k in inside if " " in k or is_nounish(surface[k])]
-        candidates = [k for k in sorted(nounish, key=lambda k: -inside[k]) if inside[k] == len(members)][:40]
-        if not candidates:
-            return []
-        centroid = np.mean([self.sentences.of(p.paper)[1].mean(axis=0) for p in members], axis=0)
-        centroid /= max(float(np.linalg.norm(centroid)), 1e-9)
-        vectors = self.sentences.phrase_vectors([surface[k] for k in candidates])
-        return [(k, surface[k], float(v @ centroid) + 0.04 * inside[k] + (0.05 if " " in k else 0.0))
-                for k, v in zip(candidates, vectors)]
 
     def _compare(self, question: str, papers: Sequence[ScoredPaper], citer: _Citer) -> str:
         named = [p for p in papers if p.named]
@@ -567,8 +452,8 @@ class OfflineComposer(PaperSynthesizer):
         for row in ("Problem", "Approach", "Reported results"):
             cells = []
             for paper, pick in zip(chosen, picks):
-                sentence = quoted(pick[row])[1] if pick[row] else ""
-                cite = citer.cite(paper.paper, clean_quote(pick["Approach"]))
+                sentence = self._quoted(paper, pick[row])[1] if pick[row] else ""
+                cite = citer.cite(paper.paper, self._quoted(paper, pick["Approach"])[0])
                 cells.append(f"{_cell(_trim(sentence))} {cite}" if sentence else "—")
             rows.append(f"| **{row}** | " + " | ".join(cells) + " |")
         intro = "Side by side, as their abstracts describe them:"

@@ -79,9 +79,15 @@ def reads_alone(quote: str) -> bool:
     return not _POINTING_START.match(quote.lstrip("“\"'("))
 
 
-def quoted(sentence: str) -> tuple[str, str]:
-    """(the quote, as the answer shows it): the cleaned sentence, shown with its first letter capitalised when a
-    lead-in was dropped ("we propose …" reads "We propose …"; the quote keeps the abstract's own letters)."""
+def quoted(sentence: str, before: str = "") -> tuple[str, str]:
+    """(the quote, as the answer shows it) of a sentence: cleaned, and led by `before` (the sentence before it in
+    the abstract, cleaned) when it points back at what it does not name and `before` reads alone: two adjacent
+    sentences are still one exact piece of the abstract. Shown with its first letter capitalised when a lead-in
+    was dropped ("we propose …" reads "We propose …"; the quote keeps the abstract's own letters)."""
     quote = clean_quote(sentence)
-    shown = quote[:1].upper() + quote[1:] if quote != sentence and quote[:1].islower() else quote
+    if before and not reads_alone(quote) and reads_alone(clean_quote(before)):
+        quote = f"{clean_quote(before)} {sentence}"
+    opening = quote.split(" ", 1)[0]
+    dropped = not (sentence.startswith(opening) or before.startswith(opening))
+    shown = quote[:1].upper() + quote[1:] if dropped and quote[:1].islower() else quote
     return quote, shown

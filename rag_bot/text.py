@@ -43,6 +43,7 @@ def clean_markup(text: str) -> str:
     out = _MD_BOLD.sub(r"\2", out)
     out = _MD_ITALIC.sub(r"\1", out)
     out = _MD_CODE.sub(r"\1", out)
+    out = re.sub(r"\(cid:\d+\)", "", out)  # glyphs a PDF extraction could not map
     out = re.sub(r"\s+", " ", out)
     out = re.sub(r"\s+([.,;:%])", r"\1", out)
     return out.strip()

@@ -8,7 +8,7 @@ from functools import lru_cache
 import pytest
 
 from rag_bot.compose import detect_mode
-from rag_bot.quotes import clean_quote, quoted
+from rag_bot.quotes import quoted
 from rag_bot.text import clean_markup, split_sentences
 from tests.conftest import paper_with
 
@@ -33,9 +33,18 @@ def assert_citations_consistent(engine, answer) -> None:
         paper = engine.retriever.papers[c.doc_id]
         assert c.title == clean_markup(paper.title)
         assert c.source == paper.source
-        sentences = split_sentences(clean_markup(paper.text))
-        assert c.quote in [clean_quote(s) for s in sentences], \
-            f"[{c.n}] quote is not a (cleaned) sentence of {c.doc_id}: {c.quote!r}"
+        assert quoted_from(engine, c) is not None, f"[{c.n}] quote is not a (cleaned) sentence of {c.doc_id}: {c.quote!r}"
+        assert c.quote in clean_markup(paper.text).replace("[", "(").replace("]", ")")
+
+
+def quoted_from(engine, citation) -> tuple[str, str] | None:
+    """The (sentence, sentence before it) a citation's quote was made from (rag_bot/quotes.py `quoted`), or None."""
+    sentences = engine.sentences.of(engine.papers[citation.doc_id])[0]
+    for i, sentence in enumerate(sentences):
+        before = sentences[i - 1] if i else ""
+        if quoted(sentence, before)[0] == citation.quote:
+            return sentence, before
+    return None
 
 
 INTEGRITY_QUESTIONS = [
@@ -71,7 +80,7 @@ def test_every_citation_is_used_numbered_and_quoted_verbatim(engine, ask, questi
         for c in answer.citations:
             # the quoted sentence is what the answer shows (long ones shortened for display; capitalised when its
             # lead-in was dropped)
-            shown = quoted(next(s for s in engine.sentences.of(engine.papers[c.doc_id])[0] if s.endswith(c.quote)))[1]
+            shown = quoted(*quoted_from(engine, c))[1]
             assert f"{shown} [{c.n}]" in answer.answer or shown[:150] in answer.answer
 
 
@@ -331,7 +340,8 @@ def test_questions_whose_papers_all_fall_below_min_score_get_an_answer_not_a_cra
 def test_theme_headings_are_short_phrases_drawn_from_the_cited_papers(engine, ask, question):
     answer = ask(question, "summary")
     headings = re.findall(r"^\*\*([^*]+)\*\*$", answer.answer, flags=re.MULTILINE)
-    assert headings, answer.answer
+    # Headings are optional (none rather than a weak one, rag_bot/themes.py); the opening says whether there are.
+    assert ("grouped by theme" in answer.answer.split("\n")[0]) == bool(set(headings) - {"Also on this topic"})
     texts = " ".join(re.sub(r"[()]", "", clean_markup(engine.papers[c.doc_id].text).lower())
                      for c in answer.citations)
     for heading in headings:
@@ -428,21 +438,6 @@ def test_offline_claims_are_checked_against_the_abstract_sentences_they_quote(en
     assert all(score >= 0.95 for score in scores.values()), scores
 
 
-def test_theme_labels_are_the_same_when_the_papers_are_grouped_again(engine):
-    from rag_bot.compose import OfflineComposer
-
-    question = "Summarize the work on LLM inference serving"
-    sources = engine.retriever.retrieve_papers(question)[:4]  # the writer's grouping, whatever grounding keeps
-    cached = OfflineComposer(engine.sentences, engine.settings)
-    first = cached.compose(question, "summary", sources).answer
-    again = cached.compose(question, "summary", sources).answer
-    fresh = OfflineComposer(engine.sentences, engine.settings).compose(question, "summary", sources).answer
-    assert first == again == fresh
-    # The label still avoids the question's own words when another question groups the same papers.
-    label = cached._label("serving", sources, sources)
-    assert label.lower().rstrip("s") != "serving"
-
-
 def test_a_summary_line_says_what_the_paper_does_or_finds(engine, ask):
     # The readers' roles of the seeds' sentences (bench/data/sentence_roles.jsonl): a summary's line for a paper is
     # one of its method or result sentences, not its background (0.9 of 30 lines here; 0.5 before the roles).
@@ -460,7 +455,7 @@ def test_a_summary_line_says_what_the_paper_does_or_finds(engine, ask):
                      "Summarize the work on federated learning", "Summarize the work on steering.",
                      "Summarize the work on evaluating language models."):
         for c in ask(question, "summary").citations:
-            whole = next(s for s in engine.sentences.of(engine.papers[c.doc_id])[0] if s.endswith(c.quote))
+            whole = quoted_from(engine, c)[0]
             role = labels.get((c.doc_id, hashlib.sha1(whole.encode()).hexdigest()[:12]))
             roles += [role] if role else []
     assert len(roles) >= 8 and sum(r in ("method", "result") for r in roles) / len(roles) >= 0.8, roles

@@ -47,3 +47,12 @@ def test_the_shown_quote_is_capitalised_only_when_a_lead_in_was_dropped() -> Non
         "we find the opposite on code tasks.", "We find the opposite on code tasks.")
     assert quoted("k-means clusters the vectors of every abstract.") == (
         "k-means clusters the vectors of every abstract.",) * 2
+
+
+def test_a_quote_pointing_back_brings_the_sentence_it_points_to() -> None:
+    before = "Federated methods share one adapter across all clients."
+    quote, shown = quoted("They ignore how much each client wants to personalise.", before)
+    assert quote == shown == f"{before} They ignore how much each client wants to personalise."
+    # Not when the sentence before points back too, or when the quote reads alone.
+    assert quoted("They ignore it.", "These methods share adapters.")[0] == "They ignore it."
+    assert quoted("Clients differ.", before)[0] == "Clients differ."

@@ -59,6 +59,8 @@ MAP_CSS = """
 #map .topic-name { font: 600 15px sans-serif; fill: #222; paint-order: stroke; stroke: #fff; stroke-width: 4px;
   stroke-linejoin: round; pointer-events: none; }
 #map .map-card { margin-top: 8px; }
+#map .map-ask { margin-top: 6px; padding: 4px 10px; border: 1px solid var(--border-color-primary, #bbb);
+  border-radius: 6px; background: var(--button-secondary-background-fill, #f3f4f6); cursor: pointer; }
 """
 
 
