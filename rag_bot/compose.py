@@ -28,6 +28,7 @@ from rag_bot.roles import ROLES, role_probabilities, sentence_roles
 from rag_bot.sentences import SentenceIndex
 from rag_bot.settings import Settings
 from rag_bot.text import clean_markup, topic_query
+from rag_bot.themes import STOP_WORDS as _STOP
 from rag_bot.themes import Themes
 from rag_bot.types import Answer, Citation, Filters, Mode, Paper, ScoredPaper
 
@@ -86,12 +87,6 @@ _RESULT_WORDS = re.compile(
 )
 _ROW_ROLE = {"Problem": "problem", "Approach": "method", "Reported results": "result"}
 _LIMITATION = re.compile(r"\b(however|limitation\w*|fail\w*|suffer\w*|challenge\w*|we find that vanilla)\b", re.IGNORECASE)
-_STOP = set(
-    "a an the of in on for to and or with by from as at is are was were be been this that these those "
-    "it its their our we they what which who how does do did can could should would about into than "
-    "then there here paper papers work collection say says tell me some any between other using use "
-    "used based new approach method methods model models also such more most via each both".split()
-)
 _WORD = re.compile(r"[a-z][a-z0-9\-]+")
 
 
@@ -385,12 +380,14 @@ class OfflineComposer(PaperSynthesizer):
             quotes[paper.paper.doc_id] = quote  # the quote is always the whole (cleaned) sentence
         n = len(papers)
         themes = self.themes.group(question, central)
-        grouped = "grouped by theme below" if any(label for label, _ in themes) else "below"
+        headed = any(label for label, _ in themes)
         if rest:
-            opening = (f"{n} papers in the collection are on this; the {len(central)} most central are {grouped}, "
+            grouped = "are grouped by theme below" if headed else "come first"
+            opening = (f"{n} papers in the collection are on this; the {len(central)} most central {grouped}, "
                        f"the other {len(rest)} are listed after them.")
         else:
-            opening = f"The collection holds {n} paper{'s' if n != 1 else ''} on this, {grouped}."
+            opening = (f"The collection holds {n} paper{'s' if n != 1 else ''} on this"
+                       + (", grouped by theme below." if headed else ":"))
         blocks = [opening]
         for label, members in themes:
             rows = [lines[p.paper.doc_id].replace("{cite}", citer.cite(p.paper, quotes[p.paper.doc_id]))

@@ -31,7 +31,7 @@ SIGNALS = ("single", "name", "head_noun", "head_adjective", "after_noun_acronym"
            "question_word")
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]+")
-_STOP = set(
+STOP_WORDS = set(  # function words and the words of a question's request; they never name a theme
     "a an the of in on for to and or with by from as at is are was were be been this that these those "
     "it its their our we they what which who how does do did can could should would about into than "
     "then there here paper papers work collection say says tell me some any between other using use "
@@ -53,7 +53,7 @@ _ADJECTIVE = re.compile(r"(?:al|ic|ive|ous|ary|ful|less|able|ible|ian|ean|ed)$")
 def _heading_word(low: str) -> bool:
     """Whether a lower-cased word can be part of a heading: not a function word, a word of every abstract, or a
     sentence adverb ("accurately")."""
-    return len(low) >= 3 and low not in _STOP and low not in _GENERIC and not low.endswith("ly")
+    return len(low) >= 3 and low not in STOP_WORDS and low not in _GENERIC and not low.endswith("ly")
 
 
 def _is_acronym(word: str) -> bool:

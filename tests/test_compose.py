@@ -120,8 +120,9 @@ def test_grounded_question_cites_the_expected_paper_first(engine, ask, question,
     first = answer.citations[0]
     assert first.doc_id == paper_with(engine, name)
     # the lead of the answer is that paper's sentence, cited [1]
-    assert answer.answer.index(first.quote) < answer.answer.index("[1]") + 200
-    assert f"{first.quote} [1]" in answer.answer
+    shown = quoted(*quoted_from(engine, first))[1]  # the quote as shown (capitalised when a lead-in was dropped)
+    assert answer.answer.index(shown) < answer.answer.index("[1]") + 200
+    assert f"{shown} [1]" in answer.answer
 
 
 # None of the 38 abstracts is about these (checked by reading them and grepping the seeds for the key words).

@@ -431,7 +431,7 @@ def test_chat_answers_with_linked_citations_and_source_cards(client, engine):
     ("mode", "question", "expect"),
     [
         ("Ask", "how much faster is OServe?", "[1]"),
-        ("Summarize an area", "federated LoRA fine-tuning", "grouped by theme"),
+        ("Summarize an area", "federated LoRA fine-tuning", "papers on this"),
         ("Compare", "CorrSteer and SARSteer", "|---"),
     ],
 )
