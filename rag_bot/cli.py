@@ -308,7 +308,6 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
     """Check the store: exit 0 when healthy, else 1 with the fix."""
-    from rag_bot.embedding import DIMENSIONS
     from rag_bot.index import PaperIndex, store_label
 
     print(f"store: {store_label(settings)}")
@@ -338,7 +337,7 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
     for name, dimension in health.wrong_dimension.items():
         shown = ", ".join(health.sample_ids.get(name, []))
         broken.append(f"every record of the {name} collection has {dimension}-dimensional vectors; the model makes "
-                      f"{DIMENSIONS} (e.g. {shown}), so every question fails")
+                      f"{index.dimensions()} (e.g. {shown}), so every question fails")
     if not problems and not broken:
         print("healthy" if health.papers else "healthy (empty: run `rag-bot ingest`)")
         return 0

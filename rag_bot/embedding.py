@@ -24,6 +24,7 @@ DIMENSIONS = 384
 # bench/embed_reference.py; it bounds the onnxruntime arena too.
 TOKEN_BUDGET = 4096
 MAX_BATCH = 128
+QUERY_CACHE = 256  # questions whose vectors are kept
 
 
 def _package_dir(package: str) -> Path:
@@ -71,13 +72,42 @@ def _load(max_tokens: int) -> tuple[Any, Any]:
     return tokenizer, session
 
 
-class MiniLMEmbedding(BaseEmbedding):
+class ArrayEmbedding(BaseEmbedding):
+    """A llama-index embedding whose work is `embed(texts) -> (n, d) array`; a question's vector is kept, since
+    retrieval, feedback, grounding and sentence scoring all embed the same question."""
+
+    _query_cache: dict[str, list[float]] = PrivateAttr(default_factory=dict)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        raise NotImplementedError
+
+    def _embed_query(self, query: str) -> np.ndarray:
+        return self.embed([query])[0]
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        cached = self._query_cache.get(query)
+        if cached is None:
+            if len(self._query_cache) >= QUERY_CACHE:
+                self._query_cache.pop(next(iter(self._query_cache)))
+            cached = self._query_cache[query] = self._embed_query(query).tolist()
+        return list(cached)
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._get_query_embedding(query)
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self.embed([text])[0].tolist()
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return [list(map(float, v)) for v in self.embed(texts)]
+
+
+class MiniLMEmbedding(ArrayEmbedding):
     """Sentence embeddings (mean-pooled, L2-normalised, 384-d) from the packaged int8 MiniLM."""
 
     max_tokens: int = 256
     _tokenizer: Any = PrivateAttr()
     _session: Any = PrivateAttr()
-    _query_cache: dict[str, list[float]] = PrivateAttr(default_factory=dict)
 
     def __init__(self, max_tokens: int = 256, embed_batch_size: int = 16, **kwargs: Any) -> None:
         super().__init__(
@@ -88,6 +118,16 @@ class MiniLMEmbedding(BaseEmbedding):
     @classmethod
     def class_name(cls) -> str:
         return "MiniLMEmbedding"
+
+    @property
+    def name(self) -> str:
+        """The model's name as stores record it."""
+        return MODEL_NAME
+
+    @property
+    def dimensions(self) -> int:
+        """The size of the model's vectors."""
+        return DIMENSIONS
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Embeddings of many texts as an (n, 384) array. Texts are tokenised once, sorted by length and
@@ -117,12 +157,17 @@ class MiniLMEmbedding(BaseEmbedding):
         for n, row in enumerate(rows):
             ids[n, : len(row)] = row
             mask[n, : len(row)] = 1
-        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        hidden = self._session.run(None, feeds)[0]
+        hidden = self._forward(ids, mask)
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return pooled / np.clip(norms, 1e-12, None)
+
+    def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The model's hidden states for padded token ids (an ONNX session's first output)."""
+        names = {i.name for i in self._session.get_inputs()}
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        return np.asarray(self._session.run(None, {k: v for k, v in feeds.items() if k in names})[0])
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         """One model call over the given texts (kept for callers that batch themselves)."""
@@ -137,20 +182,76 @@ class MiniLMEmbedding(BaseEmbedding):
         finally:
             self._tokenizer.enable_truncation(max_length=self.max_tokens)
 
-    def _get_query_embedding(self, query: str) -> list[float]:
-        # One question is embedded by retrieval, feedback, refusal and sentence scoring: embed it once.
-        cached = self._query_cache.get(query)
-        if cached is None:
-            if len(self._query_cache) >= 256:
-                self._query_cache.pop(next(iter(self._query_cache)))
-            cached = self._query_cache[query] = self.embed([query])[0].tolist()
-        return list(cached)
 
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._get_query_embedding(query)
+class FolderEmbedding(MiniLMEmbedding):
+    """Sentence embeddings (mean-pooled, L2-normalised) from a model folder of the user's (rag_bot/local_embedding.py)."""
 
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return self.embed([text])[0].tolist()
+    _dimensions: int = PrivateAttr()
+    _folder_name: str = PrivateAttr()
 
-    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return [list(map(float, v)) for v in self.embed(texts)]
+    def __init__(self, path: Path, max_tokens: int = 256, embed_batch_size: int = 16) -> None:
+        from rag_bot.local_embedding import local_name, open_folder
+
+        BaseEmbedding.__init__(self, model_name=local_name(path), max_tokens=max_tokens,
+                               embed_batch_size=embed_batch_size)
+        self._tokenizer, self._session, dimensions = open_folder(path, max_tokens)
+        self._folder_name = local_name(path)
+        self._dimensions = dimensions or int(self.embed(["dimensions"]).shape[1])
+        log.info("embedding model loaded from %s (%d dimensions)", path, self._dimensions)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "FolderEmbedding"
+
+    @property
+    def name(self) -> str:
+        return self._folder_name
+
+    @property
+    def dimensions(self) -> int:
+        return self._dimensions
+
+    def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        if hasattr(self._session, "get_inputs"):
+            return super()._forward(ids, mask)
+        return np.asarray(self._session.run(ids, mask))
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Embeddings of many texts, (n, dimensions)."""
+        if not texts:
+            return np.zeros((0, getattr(self, "_dimensions", DIMENSIONS)), dtype=np.float32)
+        encodings = self._tokenizer.encode_batch(texts)
+        lengths = [len(e.ids) for e in encodings]
+        order = sorted(range(len(texts)), key=lengths.__getitem__)
+        parts: dict[int, np.ndarray] = {}
+        for start in range(0, len(order), self.embed_batch_size):
+            batch = order[start:start + self.embed_batch_size]
+            vectors = self._run([encodings[i].ids for i in batch], max(lengths[i] for i in batch))
+            parts.update(zip(batch, vectors))
+        return np.stack([parts[i] for i in range(len(texts))]).astype(np.float32)
+
+
+def embedder_name(settings: Any) -> str:
+    """The name of the model the settings choose (recorded in a store's fingerprints), without loading it."""
+    if getattr(settings, "embed_path", None):
+        from rag_bot.local_embedding import local_name
+
+        return local_name(settings.embed_path)
+    if settings.embed_url:
+        from rag_bot.remote_embedding import remote_name
+
+        return remote_name(settings.embed_model)
+    return MODEL_NAME
+
+
+def make_embedder(settings: Any) -> Any:
+    """The embedding model the settings choose: an OpenAI-compatible server (RAG_BOT_EMBED_URL), else the
+    shipped MiniLM."""
+    if getattr(settings, "embed_path", None):
+        return FolderEmbedding(settings.embed_path, max_tokens=settings.max_tokens,
+                               embed_batch_size=settings.embed_batch_size)
+    if settings.embed_url:
+        from rag_bot.remote_embedding import RemoteEmbedding
+
+        return RemoteEmbedding(settings)
+    return MiniLMEmbedding(max_tokens=settings.max_tokens, embed_batch_size=settings.embed_batch_size)

@@ -41,7 +41,7 @@ from llama_index.core.schema import BaseNode, Document, NodeRelationship, Relate
 from llama_index.vector_stores.chroma import ChromaVectorStore
 from pydantic import ValidationError
 
-from rag_bot.embedding import DIMENSIONS, MODEL_NAME, MiniLMEmbedding
+from rag_bot.embedding import DIMENSIONS, MODEL_NAME, MiniLMEmbedding, embedder_name, make_embedder
 from rag_bot.errors import StoreError
 from rag_bot.settings import Settings
 from rag_bot.text import clean_markup, mask_credentials
@@ -55,6 +55,7 @@ BATCH_PAPERS = 256
 # The papers collection's metadata: a generation that changes with every ingest that writes ("writing-..."
 # while it runs), and the paper/chunk totals a finished ingest left (open skips its orphan scan when they hold).
 GENERATION = "rag_bot_generation"
+EMBEDDER = "rag_bot_embedder"  # the model the collection's vectors were made by
 TOTALS = ("rag_bot_papers", "rag_bot_chunks")
 _READ_BATCH = 2000
 RECOVERY = "run `rag-bot doctor` to check it, or `rag-bot ingest --rebuild` to rebuild it from the sources"
@@ -310,7 +311,8 @@ class PaperIndex:
         self.write_failed = False
         self._splitter: SentenceSplitter | None = None
         # Part of every paper's fingerprint: a change of model or chunking re-indexes everything.
-        self.index_version = f"{MODEL_NAME}/{settings.max_tokens}/{settings.chunk_size}/{settings.chunk_overlap}/v2" \
+        self.index_version = f"{embedder_name(settings)}/{settings.max_tokens}/{settings.chunk_size}/" \
+            f"{settings.chunk_overlap}/v2" \
             + ("-mean" if settings.paper_vector == "mean" else "")
         self._open()
         try:
@@ -358,10 +360,34 @@ class PaperIndex:
     def embedder(self) -> MiniLMEmbedding:
         """The embedding model, loaded on first use (opening the store for stats needs none)."""
         if self._embedder is None:
-            self._embedder = MiniLMEmbedding(
-                max_tokens=self.settings.max_tokens, embed_batch_size=self.settings.embed_batch_size
-            )
+            self.check_embedder()
+            self._embedder = make_embedder(self.settings)
         return self._embedder
+
+    def dimensions(self) -> int:
+        """The size of the vectors the chosen model makes (the shipped model's without loading it)."""
+        return DIMENSIONS if embedder_name(self.settings) == MODEL_NAME else int(self.embedder.dimensions)
+
+    def stored_embedder(self) -> str | None:
+        """The model the collection's vectors were made by (recorded by every finished write; a store from before
+        the record holds the shipped model's), None when it is empty."""
+        if self.count() == 0:
+            return None
+        try:
+            meta = self.client.get_collection(self.papers.name).metadata or {}
+        except Exception as exc:
+            raise store_error(self.settings, "read", exc) from exc
+        return str(meta.get(EMBEDDER) or MODEL_NAME)
+
+    def check_embedder(self) -> None:
+        """Refuse to embed with another model than the collection's: its vectors and a question's (or new
+        papers') would not be comparable."""
+        stored, chosen = self.stored_embedder(), embedder_name(self.settings)
+        if stored is not None and stored != chosen:
+            raise StoreError(
+                f"the collection {self.settings.collection!r} was embedded with {stored}, but the settings choose "
+                f"{chosen}: set the embedding settings back (RAG_BOT_EMBED_URL, RAG_BOT_EMBED_MODEL), or index "
+                f"into a new collection (RAG_BOT_COLLECTION=...) with the new model")
 
     def count(self) -> int:
         """Papers in the index."""
@@ -389,8 +415,10 @@ class PaperIndex:
         self._mark(uuid.uuid4().hex, totals=True)
 
     def _mark(self, generation: str, totals: bool = False) -> None:
-        """Record a new generation in the papers collection's metadata (with the totals when finished)."""
-        meta: dict[str, Any] = {GENERATION: generation}
+        """Record a new generation in the papers collection's metadata (with the totals when finished) and the
+        model that writes; a write by another model than the collection's is refused first."""
+        self.check_embedder()
+        meta: dict[str, Any] = {GENERATION: generation, EMBEDDER: embedder_name(self.settings)}
         if totals:
             meta |= dict(zip(TOTALS, (self.count(), self.chunk_count())))
         self.papers.modify(metadata=meta)
@@ -479,7 +507,7 @@ class PaperIndex:
         for name, collection in (("papers", self.papers), ("chunks", self.chunks)):
             got = collection.get(include=["embeddings"], limit=5)
             vectors = got["embeddings"]
-            if vectors is not None and len(vectors) and len(vectors[0]) != DIMENSIONS:
+            if vectors is not None and len(vectors) and len(vectors[0]) != self.dimensions():
                 wrong[name], samples[name] = len(vectors[0]), list(got["ids"])
         return Health(
             papers=len(fingerprints),

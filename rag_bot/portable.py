@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import numpy as np
 from chromadb.api.types import validate_metadata
 
-from rag_bot.embedding import DIMENSIONS
+from rag_bot.embedding import DIMENSIONS, MODEL_NAME
 from rag_bot.errors import StoreError
 from rag_bot.index import PaperIndex, one_line, paper_from_record, store_label
 
@@ -141,11 +141,15 @@ def _manifest(line: str, index_version: str) -> dict[str, Any]:
     return manifest
 
 
-def _vector_problem(embedding: Any) -> str | None:
+def _vector_problem(embedding: Any, size: list[int]) -> str | None:
+    """What is wrong with a record's vector; `size` holds the model's vector size (the shipped model's, or the
+    first record's for a served model) and is filled by the first record when empty."""
     if not isinstance(embedding, list):
         return f"its embedding is {type(embedding).__name__}, not a list of numbers"
-    if len(embedding) != DIMENSIONS:
-        return (f"its embedding has {len(embedding)} dimensions; this rag-bot's model makes {DIMENSIONS}: the file "
+    if not size:
+        size.append(len(embedding))
+    if len(embedding) != size[0]:
+        return (f"its embedding has {len(embedding)} dimensions; this rag-bot's model makes {size[0]}: the file "
                 f"was embedded with another model")
     values = np.asarray(embedding)  # four times faster than checking each number in Python
     if values.ndim != 1 or values.dtype.kind not in "fiu" or not np.isfinite(values).all():
@@ -153,7 +157,7 @@ def _vector_problem(embedding: Any) -> str | None:
     return None
 
 
-def _record(line: str, index_version: str) -> tuple[str, str, dict[str, Any]]:
+def _record(line: str, index_version: str, size: list[int]) -> tuple[str, str, dict[str, Any]]:
     """(kind, id, metadata) of one sound record; `_Bad` (line 0: the caller's) says what is wrong."""
     try:
         record = json.loads(line)
@@ -176,7 +180,7 @@ def _record(line: str, index_version: str) -> tuple[str, str, dict[str, Any]]:
     for key, value in metadata.items():  # Chroma stores integers in 64 bits and reads larger ones back as errors
         if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
             raise _Bad(0, f"{what}: its {key!r} metadata {str(value)[:20]}... is too large a number to store")
-    problem = _vector_problem(record.get("embedding"))
+    problem = _vector_problem(record.get("embedding"), size)
     if problem:
         raise _Bad(0, f"{what}: {problem}")
     if kind == "chunk":
@@ -203,9 +207,10 @@ def _check(lines: Iterator[tuple[int, str]], index_version: str) -> Plan:
     plan = Plan()
     papers: dict[str, tuple[int, int | None]] = {}  # paper id -> (its line, the chunk count its record states)
     owners: dict[str, tuple[int, int, str]] = {}  # paper id -> (chunks naming it, first such line and chunk id)
+    size = [DIMENSIONS] if index_version.startswith(f"{MODEL_NAME}/") else []
     for lineno, line in lines:
         try:
-            kind, record_id, metadata = _record(line, index_version)
+            kind, record_id, metadata = _record(line, index_version, size)
         except _Bad as bad:
             raise _Bad(lineno, str(bad)) from None
         seen = plan.chunks if kind == "chunk" else plan.papers

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from rag_bot.embedding import DIMENSIONS, MODEL_NAME, MiniLMEmbedding
+from rag_bot.embedding import MODEL_NAME, MiniLMEmbedding
 from rag_bot.index import SENTENCES_SUFFIX, PaperIndex
 from rag_bot.text import clean_markup, split_sentences
 from rag_bot.types import Paper
@@ -54,9 +54,9 @@ def paper_sentences(paper: Paper) -> list[str]:
     return split_sentences(clean) or [clean or paper.title or paper.doc_id]
 
 
-def sentence_key(sentences: Sequence[str], max_tokens: int) -> str:
+def sentence_key(sentences: Sequence[str], max_tokens: int, model: str = MODEL_NAME) -> str:
     """What identifies a paper's sentence vectors: the model, its input limit and the exact sentences."""
-    payload = "\x1f".join([MODEL_NAME, str(max_tokens), *sentences])
+    payload = "\x1f".join([model, str(max_tokens), *sentences])
     return hashlib.sha256(payload.encode()).hexdigest()[:24]
 
 
@@ -69,9 +69,10 @@ def _unpack(text: str, rows: int) -> np.ndarray | None:
         raw = base64.b64decode(text.encode("ascii"), validate=True)
     except (ValueError, UnicodeEncodeError):
         return None
-    if len(raw) != rows * DIMENSIONS * 4:
+    # The key names the model, so the size is the model's: rows x (bytes / rows / 4).
+    if rows <= 0 or not raw or len(raw) % (rows * 4):
         return None
-    return np.frombuffer(raw, dtype="<f4").reshape(rows, DIMENSIONS).astype(np.float32)
+    return np.frombuffer(raw, dtype="<f4").reshape(rows, len(raw) // (rows * 4)).astype(np.float32)
 
 
 class SentenceStore:
@@ -231,7 +232,7 @@ class SentenceIndex:
     def _vectors(self, todo: Sequence[tuple[Paper, list[str]]]) -> tuple[dict[str, np.ndarray], int]:
         """The sentence vectors of papers (with their sentences): read from the store where it holds them for
         exactly these sentences, the rest embedded in one model call and persisted; also how many were embedded."""
-        keys = {paper.doc_id: sentence_key(s, self.embedder.max_tokens) for paper, s in todo}
+        keys = {paper.doc_id: sentence_key(s, self.embedder.max_tokens, self.embedder.name) for paper, s in todo}
         vectors = self.store.get(keys) if self.store is not None else {}
         missing = [(p, s) for p, s in todo if p.doc_id not in vectors or vectors[p.doc_id].shape[0] != len(s)]
         computed: dict[str, tuple[str, np.ndarray]] = {}

@@ -21,6 +21,7 @@ RULES = {  # what the settings checked by a validator of their own accept, in wo
     "collection": "1 to 53 letters, digits, '.', '_' or '-', starting with a letter or digit, without '..'",
     "chroma_url": URL_RULE,
     "openai_base_url": URL_RULE,
+    "embed_url": URL_RULE,
     "api_key": "one word without spaces (or unset)",
 }
 
@@ -91,6 +92,19 @@ class Settings(BaseSettings):
         256, ge=3, le=512, description="Embedding model input limit (MiniLM was trained at 256)."
     )
     embed_batch_size: int = Field(16, ge=1, description="Texts per embedding batch.")
+    embed_url: str | None = Field(
+        None, description="Base URL of an OpenAI-compatible embeddings server (`/v1/embeddings`: OpenAI, Ollama, vLLM, "
+        "llama.cpp, text-embeddings-inference); unset: the shipped MiniLM. Its key is the LLM's (OPENAI_API_KEY)."
+    )
+    embed_model: str = Field("text-embedding-3-small", description="Model asked of RAG_BOT_EMBED_URL.")
+    embed_path: Path | None = Field(
+        None, description="Folder of a local embedding model (an ONNX export with tokenizer.json, or a "
+        "sentence-transformers BERT folder) used instead of the shipped MiniLM; read from disk, never downloaded."
+    )
+    embed_query_prefix: str = Field("", description="Text put before every question the embeddings server "
+                                    "embeds (for models that need one, e.g. 'query: ').")
+    embed_document_prefix: str = Field("", description="Text put before every chunk and sentence the embeddings "
+                                       "server embeds (e.g. 'passage: ').")
     paper_vector: Literal["whole", "mean"] = Field(
         "mean", description="A paper's own vector: the mean of its chunk vectors (one model pass per paper), or "
         "its title and whole abstract embedded once more (`whole`: about twice the ingest time for one dev question "
@@ -203,7 +217,7 @@ class Settings(BaseSettings):
             raise ValueError("not one word")
         return value
 
-    @field_validator("chroma_url", "openai_base_url")
+    @field_validator("chroma_url", "openai_base_url", "embed_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         if value:  # an empty value means unset

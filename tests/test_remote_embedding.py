@@ -1,0 +1,171 @@
+"""Embeddings through an OpenAI-compatible `/v1/embeddings` server (rag_bot/remote_embedding.py).
+
+The server here is a STAND-IN for OpenAI, Ollama, vLLM or text-embeddings-inference: a real HTTP server on
+loopback speaking that API, computing real vectors with the shipped MiniLM, so retrieval through it can be held
+against the built-in path. Modes make it fail, stall, or change the size of its vectors.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from rag_bot.engine import Engine
+from rag_bot.errors import StoreError
+from rag_bot.evaluate import DEFAULT_SET, load_questions
+from rag_bot.settings import Settings
+from tests.conftest import SEEDS
+
+
+class StandIn:
+    """State of the stand-in server: its mode and the texts it was asked to embed."""
+
+    def __init__(self) -> None:
+        from rag_bot.embedding import MiniLMEmbedding
+
+        self.model = MiniLMEmbedding()
+        self.mode = "ok"
+        self.inputs: list[str] = []
+        self.calls = 0
+
+
+@contextmanager
+def embeddings_server(state: StandIn) -> Iterator[str]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+            state.calls += 1
+            state.inputs += texts
+            if state.mode == "fail":
+                return self._send(500, {"error": {"message": "the model crashed", "type": "server_error"}})
+            if state.mode == "slow":
+                time.sleep(3)
+            vectors = state.model.embed([t.removeprefix("query: ").removeprefix("passage: ") for t in texts])
+            if state.mode == "shrink" and state.calls > 1:
+                vectors = vectors[:, :100]
+            data = [{"object": "embedding", "index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)]
+            self._send(200, {"object": "list", "data": data, "model": body["model"],
+                             "usage": {"prompt_tokens": 0, "total_tokens": 0}})
+
+        def _send(self, status: int, payload: dict) -> None:
+            raw = json.dumps(payload).encode()
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+            except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting (the "slow" mode)
+                pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def stand_in() -> Iterator[tuple[StandIn, str]]:
+    state = StandIn()
+    with embeddings_server(state) as url:
+        yield state, url
+
+
+def remote(storage: Path, url: str, **extra: object) -> Settings:
+    return Settings(storage=storage, embed_url=url, embed_model="minilm-stand-in", llm_retries=0, **extra)
+
+
+@pytest.fixture(scope="module")
+def remote_store(stand_in, tmp_path_factory) -> Path:
+    state, url = stand_in
+    storage = tmp_path_factory.mktemp("remote-store")
+    Engine(remote(storage, url)).ingest([SEEDS])
+    return storage
+
+
+def test_retrieval_through_the_server_ranks_the_dev_set_as_the_built_in_model(stand_in, remote_store, engine):
+    state, url = stand_in
+    through = Engine(remote(remote_store, url))
+    questions = load_questions(DEFAULT_SET)
+    for q in questions:
+        built_in = [p.paper.doc_id for p in engine.retriever.retrieve_papers(q.question)[:10]]
+        served = [p.paper.doc_id for p in through.retriever.retrieve_papers(q.question)[:10]]
+        assert served == built_in, q.question
+    answer = through.ask("What does CorrSteer gain on HarmBench?")
+    assert answer.answer == engine.ask("What does CorrSteer gain on HarmBench?").answer
+    assert through.stats()["embedding"].startswith("api:minilm-stand-in/")
+
+
+def test_query_and_document_prefixes_reach_the_server(stand_in, tmp_path):
+    state, url = stand_in
+    settings = remote(tmp_path, url, embed_query_prefix="query: ", embed_document_prefix="passage: ")
+    engine = Engine(settings)
+    engine.ingest([SEEDS])
+    state.inputs.clear()
+    engine.retriever.retrieve_papers("sparse autoencoder steering")
+    assert "query: sparse autoencoder steering" in state.inputs
+    assert state.inputs and all(t.startswith(("query: ", "passage: ")) for t in state.inputs)
+
+
+@pytest.mark.parametrize(("mode", "message"), [
+    ("fail", "refused the request: HTTP 500"),
+    ("slow", "did not answer within 0.5 s"),
+])
+def test_a_failing_server_is_one_clear_line_and_the_store_keeps_its_papers(stand_in, remote_store, tmp_path,
+                                                                          mode, message):
+    import shutil
+
+    state, url = stand_in
+    storage = tmp_path / "store"
+    shutil.copytree(remote_store, storage)
+    before = Engine(remote(storage, url)).index.count()
+    state.mode = mode
+    try:
+        with pytest.raises(StoreError, match=message) as caught:
+            Engine(remote(storage, url, llm_timeout=0.5)).ask("a question nobody asked before about sheep")
+        assert "\n" not in str(caught.value) and url in str(caught.value)
+        with pytest.raises(StoreError, match=message):
+            Engine(remote(storage, url, llm_timeout=0.5)).index.embedder.embed(["a new abstract"])
+    finally:
+        state.mode = "ok"
+    assert Engine(remote(storage, url)).index.count() == before
+
+
+def test_a_server_down_or_changing_its_vector_size_is_named(stand_in, tmp_path):
+    state, url = stand_in
+    with pytest.raises(StoreError, match="cannot be reached"):
+        Engine(remote(tmp_path / "a", "http://127.0.0.1:9/v1")).ingest([SEEDS])
+    state.mode, state.calls = "shrink", 0
+    try:
+        with pytest.raises(StoreError, match="returned 100-dimensional vectors after 384-dimensional ones"):
+            Engine(remote(tmp_path / "b", url, embed_batch_size=1)).index.embedder.embed(["x"] * 200)
+    finally:
+        state.mode = "ok"
+
+
+def test_a_store_embedded_by_one_model_refuses_another(stand_in, remote_store, seed_storage, tmp_path):
+    """Switching models never mixes vectors: a question or an ingest with another model is refused, with the
+    settings that fix it, and the store is left as it was."""
+    state, url = stand_in
+    with pytest.raises(StoreError, match="was embedded with all-MiniLM-L6-v2-onnx-int8, but the settings choose "
+                                         "api:minilm-stand-in") as caught:
+        Engine(remote(seed_storage, url)).ask("What does CorrSteer gain on HarmBench?")
+    assert "RAG_BOT_COLLECTION" in str(caught.value) and "RAG_BOT_EMBED_URL" in str(caught.value)
+    with pytest.raises(StoreError, match="was embedded with api:minilm-stand-in"):
+        Engine(Settings(storage=remote_store)).ingest([SEEDS])
+    assert Engine(remote(remote_store, url)).index.count() == 38
