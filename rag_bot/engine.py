@@ -83,6 +83,7 @@ class Engine:
         self._sentences = sentences
         self._query_engine: RetrieverQueryEngine | None = None
         self._grounding: GroundingPostprocessor | None = None
+        self._reranker: Any = None
 
     # --- parts (built on first use: opening the store for stats needs no model) ----------------------------
     @property
@@ -123,6 +124,15 @@ class Engine:
         return self._grounding
 
     @property
+    def reranker(self) -> Any:
+        """The reranker stage (rag_bot/rerank.py) when RAG_BOT_RERANK_URL sets one, else None."""
+        if self._reranker is None and self.settings.rerank_url:
+            from rag_bot.rerank import RerankPostprocessor
+
+            self._reranker = RerankPostprocessor(settings=self.settings)
+        return self._reranker
+
+    @property
     def query_engine(self) -> RetrieverQueryEngine:
         """The llama-index query engine: retriever -> grounding postprocessor -> writer; with an LLM writer, its
         relevance judge (rag_bot/judge.py) runs after grounding."""
@@ -133,6 +143,8 @@ class Engine:
             from rag_bot.llm import LLMComposer
 
             postprocessors: list[BaseNodePostprocessor] = [self.grounding]
+            if self.reranker is not None:  # the reranker's order is what grounding weighs
+                postprocessors.insert(0, self.reranker)
             if isinstance(self.writer, LLMComposer):
                 postprocessors.append(RelevanceJudge(writer=self.writer, settings=self.settings))
             self._query_engine = RetrieverQueryEngine(
@@ -238,8 +250,10 @@ class Engine:
         """Retrieval and grounding without writing: the evidence score and sources (for calibration)."""
         self.require_index()
         query = self.query(question, mode)
-        papers = [scored_paper(n) for n in self.retriever.retrieve(query)]
-        return self.grounding.decide(query, papers)
+        nodes = self.retriever.retrieve(query)
+        if self.reranker is not None:
+            nodes = self.reranker.postprocess_nodes(nodes, query_bundle=query)
+        return self.grounding.decide(query, [scored_paper(n) for n in nodes])
 
     def _answer(
         self,

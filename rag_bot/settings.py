@@ -22,6 +22,7 @@ RULES = {  # what the settings checked by a validator of their own accept, in wo
     "chroma_url": URL_RULE,
     "openai_base_url": URL_RULE,
     "embed_url": URL_RULE,
+    "rerank_url": URL_RULE,
     "api_key": "one word without spaces (or unset)",
 }
 
@@ -97,6 +98,11 @@ class Settings(BaseSettings):
         "llama.cpp, text-embeddings-inference); unset: the shipped MiniLM. Its key is the LLM's (OPENAI_API_KEY)."
     )
     embed_model: str = Field("text-embedding-3-small", description="Model asked of RAG_BOT_EMBED_URL.")
+    rerank_url: str | None = Field(
+        None, description="A /rerank endpoint (Cohere, Jina or text-embeddings-inference shape) that re-orders the "
+        "retrieved papers before grounding; unset: no reranker. Its key is the LLM's (OPENAI_API_KEY)."
+    )
+    rerank_model: str = Field("", description="Model asked of RAG_BOT_RERANK_URL (Cohere and Jina need one).")
     embed_path: Path | None = Field(
         None, description="Folder of a local embedding model (an ONNX export with tokenizer.json, or a "
         "sentence-transformers BERT folder) used instead of the shipped MiniLM; read from disk, never downloaded."
@@ -217,7 +223,7 @@ class Settings(BaseSettings):
             raise ValueError("not one word")
         return value
 
-    @field_validator("chroma_url", "openai_base_url", "embed_url")
+    @field_validator("chroma_url", "openai_base_url", "embed_url", "rerank_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         if value:  # an empty value means unset

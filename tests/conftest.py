@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import threading
@@ -69,6 +70,40 @@ def serving(app: Any, make: Callable[[Any, str, int], Any] | None = None) -> Ite
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+@contextmanager
+def json_stand_in(respond: Callable[[dict], tuple[int, Any]]) -> Iterator[str]:
+    """A stand-in for a remote model API: a real HTTP server on loopback whose every POST of a JSON body is answered
+    with `respond(body) -> (status, JSON payload)`; yields its base URL ("http://127.0.0.1:PORT")."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:  # noqa: N802
+            status, payload = respond(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            raw = json.dumps(payload).encode()
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+            except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting
+                pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    # Closing waits for the answers still being computed: a thread left inside onnxruntime when the interpreter
+    # exits aborts the process.
+    server.daemon_threads = False
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def paper_with(engine, fragment: str) -> str:

@@ -7,12 +7,9 @@ against the built-in path. Modes make it fail, stall, or change the size of its 
 
 from __future__ import annotations
 
-import json
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -21,7 +18,7 @@ from rag_bot.engine import Engine
 from rag_bot.errors import StoreError
 from rag_bot.evaluate import DEFAULT_SET, load_questions
 from rag_bot.settings import Settings
-from tests.conftest import SEEDS
+from tests.conftest import SEEDS, json_stand_in
 
 
 class StandIn:
@@ -38,45 +35,23 @@ class StandIn:
 
 @contextmanager
 def embeddings_server(state: StandIn) -> Iterator[str]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
+    def respond(body: dict) -> tuple[int, dict]:
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        state.calls += 1
+        state.inputs += texts
+        if state.mode == "fail":
+            return 500, {"error": {"message": "the model crashed", "type": "server_error"}}
+        if state.mode == "slow":
+            time.sleep(3)
+        vectors = state.model.embed([t.removeprefix("query: ").removeprefix("passage: ") for t in texts])
+        if state.mode == "shrink" and state.calls > 1:
+            vectors = vectors[:, :100]
+        data = [{"object": "embedding", "index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)]
+        return 200, {"object": "list", "data": data, "model": body["model"],
+                     "usage": {"prompt_tokens": 0, "total_tokens": 0}}
 
-        def do_POST(self) -> None:  # noqa: N802
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-            state.calls += 1
-            state.inputs += texts
-            if state.mode == "fail":
-                return self._send(500, {"error": {"message": "the model crashed", "type": "server_error"}})
-            if state.mode == "slow":
-                time.sleep(3)
-            vectors = state.model.embed([t.removeprefix("query: ").removeprefix("passage: ") for t in texts])
-            if state.mode == "shrink" and state.calls > 1:
-                vectors = vectors[:, :100]
-            data = [{"object": "embedding", "index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)]
-            self._send(200, {"object": "list", "data": data, "model": body["model"],
-                             "usage": {"prompt_tokens": 0, "total_tokens": 0}})
-
-        def _send(self, status: int, payload: dict) -> None:
-            raw = json.dumps(payload).encode()
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-            except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting (the "slow" mode)
-                pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with json_stand_in(respond) as base:
+        yield f"{base}/v1"
 
 
 @pytest.fixture(scope="module")
