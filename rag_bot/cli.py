@@ -51,6 +51,8 @@ def _unreadable(path: Path, typed: str) -> str | None:
 
 def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     """Index the given files and folders (default: the seeds folder)."""
+    if args.reembed:
+        return _reembed(args, settings)
     paths = [Path(p) for p in args.paths] or [settings.seed_path()]
     # Every path is checked before anything is written: a mistyped one must not cost a rebuild (or a prune) its store.
     for typed, path in zip(args.paths or [str(paths[0])], paths):
@@ -131,6 +133,29 @@ def _visible(text: str) -> bool:
     from rag_bot.engine import clean_question
 
     return bool(clean_question(text))
+
+
+def _reembed(args: argparse.Namespace, settings: Settings) -> int:
+    """`ingest --reembed`: move the stored collection to the model the settings choose (rag_bot/reembed.py)."""
+    if args.paths or args.prune or args.rebuild:
+        return _fail("--reembed reads the papers from the store: give it no paths, --prune or --rebuild", 2)
+    from tqdm import tqdm
+
+    from rag_bot.reembed import reembed
+
+    bar: Any = None
+
+    def on_start(total: int) -> None:
+        nonlocal bar
+        bar = tqdm(total=total, unit="paper", desc="Re-embedding", disable=args.quiet, file=sys.stderr)
+
+    try:
+        moved, said = reembed(settings, progress=lambda n: bar.update(n), on_start=on_start)
+    finally:
+        if bar is not None:
+            bar.close()
+    print(f"Moved {moved} papers: {said}.")
+    return 0
 
 
 def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
@@ -423,6 +448,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="*", help="files or folders (default: seeds/)")
     p.add_argument("--prune", action="store_true", help="drop stored papers that are not in these paths")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--reembed", action="store_true",
+                   help="re-embed the stored collection with the model the settings choose (resumable; no paths)")
     p.add_argument("--rebuild", action="store_true",
                    help="start a fresh store (for a damaged one): the store's files are moved aside to "
                         "<storage>.broken-<time>, never deleted (the saved conversations stay); with "

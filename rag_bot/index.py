@@ -386,8 +386,9 @@ class PaperIndex:
         if stored is not None and stored != chosen:
             raise StoreError(
                 f"the collection {self.settings.collection!r} was embedded with {stored}, but the settings choose "
-                f"{chosen}: set the embedding settings back (RAG_BOT_EMBED_URL, RAG_BOT_EMBED_MODEL), or index "
-                f"into a new collection (RAG_BOT_COLLECTION=...) with the new model")
+                f"{chosen}: move it to the new model with `rag-bot ingest --reembed`, set the embedding settings "
+                f"back (RAG_BOT_EMBED_URL, RAG_BOT_EMBED_MODEL, RAG_BOT_EMBED_PATH), or index into a new collection "
+                f"(RAG_BOT_COLLECTION=...)")
 
     def count(self) -> int:
         """Papers in the index."""

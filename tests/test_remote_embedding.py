@@ -31,6 +31,7 @@ class StandIn:
         self.mode = "ok"
         self.inputs: list[str] = []
         self.calls = 0
+        self.fail_after: int | None = None  # requests answered before it starts failing
 
 
 @contextmanager
@@ -39,7 +40,7 @@ def embeddings_server(state: StandIn) -> Iterator[str]:
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
         state.calls += 1
         state.inputs += texts
-        if state.mode == "fail":
+        if state.mode == "fail" or (state.fail_after is not None and state.calls > state.fail_after):
             return 500, {"error": {"message": "the model crashed", "type": "server_error"}}
         if state.mode == "slow":
             time.sleep(3)
