@@ -240,7 +240,7 @@ def embedder_name(settings: Any) -> str:
     if settings.embed_url:
         from rag_bot.remote_embedding import remote_name
 
-        return remote_name(settings.embed_model)
+        return remote_name(settings.embed_model, settings.embed_dimensions)
     return MODEL_NAME
 
 

@@ -28,9 +28,9 @@ class EmbeddingUnavailable(StoreError):
     """The embeddings server cannot embed: the message is the one line shown to the user."""
 
 
-def remote_name(model: str) -> str:
-    """What identifies a served model's vectors in a store's fingerprints."""
-    return f"api:{model}"
+def remote_name(model: str, dimensions: int | None = None) -> str:
+    """What identifies a served model's vectors in a store's fingerprints (with the size asked, when one is)."""
+    return f"api:{model}" + (f"@{dimensions}" if dimensions else "")
 
 
 class RemoteEmbedding(ArrayEmbedding):
@@ -44,7 +44,8 @@ class RemoteEmbedding(ArrayEmbedding):
     def __init__(self, settings: Settings, **kwargs: Any) -> None:
         import openai
 
-        super().__init__(model_name=remote_name(settings.embed_model), max_tokens=settings.max_tokens,
+        super().__init__(model_name=remote_name(settings.embed_model, settings.embed_dimensions),
+                         max_tokens=settings.max_tokens,
                          embed_batch_size=REMOTE_BATCH, **kwargs)
         self._settings = settings
         self._client = openai.OpenAI(base_url=settings.embed_url, api_key=settings.openai_api_key or "unused",
@@ -81,7 +82,8 @@ class RemoteEmbedding(ArrayEmbedding):
 
         where = f"the embeddings server at {self._settings.embed_url} (model {self._settings.embed_model})"
         try:
-            reply = self._client.embeddings.create(model=self._settings.embed_model, input=batch)
+            extra = {"dimensions": self._settings.embed_dimensions} if self._settings.embed_dimensions else {}
+            reply = self._client.embeddings.create(model=self._settings.embed_model, input=batch, **extra)
         except openai.APITimeoutError:
             raise EmbeddingUnavailable(f"{where} did not answer within {self._settings.llm_timeout:g} s "
                                        "(RAG_BOT_LLM_TIMEOUT)") from None
@@ -97,6 +99,10 @@ class RemoteEmbedding(ArrayEmbedding):
         if len(sizes) != 1 or 0 in sizes:
             raise EmbeddingUnavailable(f"{where} returned vectors of sizes {sorted(sizes)}, not one size")
         size = sizes.pop()
+        asked = self._settings.embed_dimensions
+        if asked and size != asked:
+            raise EmbeddingUnavailable(f"{where} returned {size}-dimensional vectors for RAG_BOT_EMBED_DIMENSIONS="
+                                       f"{asked}: does the model shorten its vectors on request?")
         if self._dimensions is None:
             self._dimensions = size
         elif size != self._dimensions:

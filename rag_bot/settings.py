@@ -98,6 +98,10 @@ class Settings(BaseSettings):
         "llama.cpp, text-embeddings-inference); unset: the shipped MiniLM. Its key is the LLM's (OPENAI_API_KEY)."
     )
     embed_model: str = Field("text-embedding-3-small", description="Model asked of RAG_BOT_EMBED_URL.")
+    embed_dimensions: int | None = Field(
+        None, ge=1, description="Vector size asked of RAG_BOT_EMBED_URL (OpenAI's text-embedding-3 models shorten "
+        "their vectors on request: 3,072 -> 1,024 costs a third of the memory); unset: the model's own."
+    )
     rerank_url: str | None = Field(
         None, description="A /rerank endpoint (Cohere, Jina or text-embeddings-inference shape) that re-orders the "
         "retrieved papers before grounding; unset: no reranker. Its key is the LLM's (OPENAI_API_KEY)."

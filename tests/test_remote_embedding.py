@@ -45,6 +45,8 @@ def embeddings_server(state: StandIn) -> Iterator[str]:
         if state.mode == "slow":
             time.sleep(3)
         vectors = state.model.embed([t.removeprefix("query: ").removeprefix("passage: ") for t in texts])
+        if body.get("dimensions"):  # OpenAI's shortened vectors: the first d components (renormalised by the client)
+            vectors = vectors[:, :body["dimensions"]]
         if state.mode == "shrink" and state.calls > 1:
             vectors = vectors[:, :100]
         data = [{"object": "embedding", "index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)]
@@ -145,3 +147,14 @@ def test_a_store_embedded_by_one_model_refuses_another(stand_in, remote_store, s
     with pytest.raises(StoreError, match="was embedded with api:minilm-stand-in"):
         Engine(Settings(storage=remote_store)).ingest([SEEDS])
     assert Engine(remote(remote_store, url)).index.count() == 38
+
+
+def test_a_shorter_vector_size_is_asked_and_recorded(stand_in, tmp_path):
+    state, url = stand_in
+    engine = Engine(remote(tmp_path, url, embed_dimensions=128))
+    engine.ingest([SEEDS])
+    assert engine.index.dimensions() == 128 and engine.stats()["embedding"].startswith("api:minilm-stand-in@128/")
+    assert engine.ask("What does CorrSteer gain on HarmBench?").grounded
+    # The same model at its full size is another model for the store.
+    with pytest.raises(StoreError, match="was embedded with api:minilm-stand-in@128"):
+        Engine(remote(tmp_path, url)).ask("What does CorrSteer gain on HarmBench?")
