@@ -104,3 +104,28 @@ def test_a_failing_reranker_keeps_the_retrieval_order_and_says_so_once(seed_stor
         assert len(warnings) == 1 and "HTTP 503" in warnings[0] and "retrieval order" in warnings[0]
     finally:
         scorer.shape = "cohere"
+
+
+def test_with_an_llm_the_reranker_comes_first_and_the_judge_last(scorer_url, llm_engine, stub):
+    """One decision in three steps: the reranker orders the candidates, grounding decides from them (the order is
+    one of its signals), and the LLM's relevance judge reviews what grounding chose."""
+    from rag_bot.ground import GroundingPostprocessor
+    from rag_bot.judge import RelevanceJudge
+    from rag_bot.rerank import RerankPostprocessor
+    from tests.openai_stub import Reply, user_prompt
+
+    scorer, url = scorer_url
+    scorer.shape = "cohere"
+    calls: list[str] = []
+
+    def reply(body: dict) -> Reply:
+        calls.append("judge" if '{"relevant":' in user_prompt(body) else "answer")
+        return Reply(text='{"relevant": [1]}' if calls[-1] == "judge" else "The first source answers it [1].")
+
+    stub.default = reply
+    engine = llm_engine(llm_retries=0, rerank_url=url)
+    stages = [type(p) for p in engine.query_engine._node_postprocessors]
+    assert stages == [RerankPostprocessor, GroundingPostprocessor, RelevanceJudge]
+    before = len(scorer.bodies)
+    answer = engine.ask(QUESTION)
+    assert answer.grounded and len(scorer.bodies) == before + 1 and calls[:1] == ["judge"]
