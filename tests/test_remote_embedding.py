@@ -86,6 +86,13 @@ def test_retrieval_through_the_server_ranks_the_dev_set_as_the_built_in_model(st
         assert served == built_in, q.question
     answer = through.ask("What does CorrSteer gain on HarmBench?")
     assert answer.answer == engine.ask("What does CorrSteer gain on HarmBench?").answer
+    # The dev set's figures, end to end (grounding, refusals, facts, citations), are the built-in path's.
+    from rag_bot.evaluate import evaluate
+
+    figures = ("R@1", "R@5", "MRR@10", "summary/compare recall", "refusal accuracy", "false refusals",
+               "fact accuracy", "citation integrity")
+    served, built = evaluate(through, questions), evaluate(engine, questions)
+    assert {k: served[k] for k in figures} == {k: built[k] for k in figures}
     assert through.stats()["embedding"].startswith("api:minilm-stand-in/")
 
 
