@@ -20,6 +20,7 @@ import re
 import time
 import uuid
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -142,10 +143,43 @@ def extension(answer: Answer) -> dict[str, Any]:
     }
 
 
-def completion(answer: Answer, model: str) -> dict[str, Any]:
+@lru_cache(maxsize=1)
+def _word_pieces() -> Any:
+    """The shipped model's tokenizer, untruncated: what `usage` counts in."""
+    from tokenizers import Tokenizer
+
+    from rag_bot.embedding import model_files
+
+    tokenizer = Tokenizer.from_file(str(model_files()[1]))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return tokenizer
+
+
+def usage(prompt: str, content: str) -> dict[str, int]:
+    """OpenAI's `usage` in word pieces of the shipped model (no model is billed: clients read it, some need it)."""
+    counts = [len(e.ids) - 2 if text else 0 for text, e in zip((prompt, content),
+                                                              _word_pieces().encode_batch([prompt, content]))]
+    return {"prompt_tokens": counts[0], "completion_tokens": counts[1], "total_tokens": sum(counts)}
+
+
+def prompt_text(messages: Any) -> str:
+    """The text of a request's messages, as `usage` counts it."""
+    parts = []
+    for message in messages if isinstance(messages, list) else []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts += [p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    return "\n".join(parts)
+
+
+def completion(answer: Answer, model: str, prompt: str = "") -> dict[str, Any]:
     """A `chat.completion` object, its text made safe for Markdown clients (`rag_bot.sanitize`)."""
     from rag_bot.sanitize import markdown_safe
 
+    content = markdown_safe(answer.answer + references(answer))
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex}",
         "object": "chat.completion",
@@ -154,11 +188,11 @@ def completion(answer: Answer, model: str) -> dict[str, Any]:
         "system_fingerprint": None,
         "choices": [{
             "index": 0,
-            "message": {"role": "assistant", "content": markdown_safe(answer.answer + references(answer)),
-                        "refusal": None},
+            "message": {"role": "assistant", "content": content, "refusal": None},
             "logprobs": None,
             "finish_reason": "stop",
         }],
+        "usage": usage(prompt, content),
         "rag_bot": extension(answer),
     }
 
@@ -173,14 +207,17 @@ def _chunk(cid: str, created: int, model: str, delta: dict[str, Any], finish: st
     return f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
 
 
-def sse(events: Iterator[str | Answer], first: str | Answer | None, model: str) -> Iterator[str]:
+def sse(events: Iterator[str | Answer], first: str | Answer | None, model: str,
+        prompt: str | None = None) -> Iterator[str]:
     """Server-sent events of a streamed answer: text deltas, the References list, then a final chunk with
-    `finish_reason` "stop" and the `rag_bot` field, then `data: [DONE]`."""
+    `finish_reason` "stop" and the `rag_bot` field, then (when `prompt` is given: `stream_options.include_usage`)
+    a chunk with no choices and the `usage`, then `data: [DONE]`."""
     from rag_bot.sanitize import MarkdownStream
 
     cid, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
     yield _chunk(cid, created, model, {"role": "assistant", "content": ""})
     shown: list[str] = []
+    sent: list[str] = []  # the content as the client receives it (sanitised), which `usage` counts
     answer: Answer | None = None
     # The deltas sanitised as one text (the same as the unstreamed answer's): an image or a tag split across
     # deltas is held back until it is whole.
@@ -199,6 +236,7 @@ def sse(events: Iterator[str | Answer], first: str | Answer | None, model: str) 
             elif event:
                 shown.append(event)
                 if piece := safe.feed(event):
+                    sent.append(piece)
                     yield _chunk(cid, created, model, {"content": piece})
     except Exception as exc:  # headers are sent: the error goes in the stream, in OpenAI's format
         log.warning("streamed answer failed (%s)", type(exc).__name__, exc_info=log.isEnabledFor(logging.DEBUG))
@@ -214,8 +252,13 @@ def sse(events: Iterator[str | Answer], first: str | Answer | None, model: str) 
         tail = ("\n\n---\n" if text else "") + answer.answer
     tail += references(answer)
     if rest := safe.feed(tail) + safe.close():
+        sent.append(rest)
         yield _chunk(cid, created, model, {"content": rest})
     yield _chunk(cid, created, model, {}, "stop", rag_bot=extension(answer))
+    if prompt is not None:
+        chunk = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
+                 "system_fingerprint": None, "choices": [], "usage": usage(prompt, "".join(sent))}
+        yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
     yield "data: [DONE]\n\n"
 
 
@@ -310,13 +353,15 @@ def v1_app(engine: Any) -> FastAPI:
                 answer = await run_in_threadpool(engine.ask, question, mode, history, None, filters)
             except Exception as exc:
                 raise _error_of(exc) from exc
-            return JSONResponse(completion(answer, model))
+            return JSONResponse(completion(answer, model, prompt_text(body["messages"])))
         events = engine.stream(question, mode=mode, history=history, filters=filters)
         try:  # the first step retrieves: its errors (empty question, no index) still get a status code
             first = await run_in_threadpool(next, events, None)
         except Exception as exc:
             raise _error_of(exc) from exc
-        return StreamingResponse(sse(events, first, model), media_type="text/event-stream",
+        options = body.get("stream_options")
+        counted = prompt_text(body["messages"]) if isinstance(options, dict) and options.get("include_usage") else None
+        return StreamingResponse(sse(events, first, model, counted), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
     return app

@@ -291,3 +291,33 @@ def test_an_llm_answer_with_an_image_is_neutralised(llm_engine, stub):
     assert "CorrSteer selects features by correlation [1]" in content and streamed == content
     for text in (content, streamed):
         assert active(text) == [], text
+
+
+def test_usage_counts_word_pieces_unstreamed_and_streamed_on_request(client, first):
+    """`usage` (word pieces of the shipped model) is in every unstreamed answer, and in a last chunk with no
+    choices when `stream_options.include_usage` asks for it; both validate as the openai package's types."""
+    from tokenizers import Tokenizer
+
+    from rag_bot.embedding import model_files
+
+    tokenizer = Tokenizer.from_file(str(model_files()[1]))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+
+    def pieces(text: str) -> int:
+        return len(tokenizer.encode(text).ids) - 2
+
+    content = first.choices[0].message.content
+    assert first.usage is not None
+    assert first.usage.prompt_tokens == pieces(QUESTION) and first.usage.completion_tokens == pieces(content)
+    assert first.usage.total_tokens == first.usage.prompt_tokens + first.usage.completion_tokens
+    chunks = list(client.chat.completions.create(
+        model="rag-bot", messages=[{"role": "user", "content": QUESTION}], stream=True,
+        stream_options={"include_usage": True}))
+    last = chunks[-1]
+    assert last.choices == [] and last.usage is not None
+    assert last.usage.model_dump() == first.usage.model_dump()  # the same text, counted the same
+    assert all(c.usage is None for c in chunks[:-1])
+    plain = list(client.chat.completions.create(model="rag-bot", messages=[{"role": "user", "content": QUESTION}],
+                                                stream=True))
+    assert all(c.usage is None for c in plain) and plain[-1].choices[0].finish_reason == "stop"
