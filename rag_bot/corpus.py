@@ -1,4 +1,4 @@
-"""Reading corpus files (seed .txt, .jsonl, .jsonl.gz, .csv) into `Paper`s, reporting bad input with file and line.
+"""Reading corpus files (seed .txt, .jsonl, .jsonl.gz, .csv; .bib and .ris in rag_bot/readers.py) into `Paper`s, reporting bad input with file and line.
 
 `read_paths` holds every paper it read; `scan_paths` (what an ingest uses) reads the files once for their problems
 and count and gives a `PaperStream` that reads them again, record by record, whenever it is iterated: JSON Lines
@@ -29,7 +29,7 @@ from rag_bot.types import Paper, Problem
 log = logging.getLogger(__name__)
 
 SEED_HEADER = "ICML 2026 Papers"
-SUFFIXES = (".txt", ".jsonl", ".jsonl.gz", ".csv")
+SUFFIXES = (".txt", ".jsonl", ".jsonl.gz", ".csv", ".bib", ".ris")
 CSV_COLUMNS = ("id", "title", "abstract")
 # A seed file's blocks are separated by blank lines only, so a stray line (a heading, a footer) would become a paper:
 # a block needs 8 words. A JSONL or CSV record says which field is its abstract, so its floor only has to be below
@@ -647,6 +647,10 @@ def read_file(
             return read_jsonl_file(path, max_chars)
         if suffix == ".csv":
             return read_csv_file(path, max_chars)
+        if suffix in (".bib", ".ris"):  # reference-manager exports (rag_bot/readers.py)
+            from rag_bot.readers import read_bibtex_file, read_ris_file
+
+            return (read_bibtex_file if suffix == ".bib" else read_ris_file)(path, max_chars)
     except OSError as exc:
         return ReadResult(problems=[Problem(path=str(path), message=f"cannot read ({exc.strerror})")])
     return ReadResult(
