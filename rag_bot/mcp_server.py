@@ -1,4 +1,5 @@
-"""An MCP server over the engine, for agents: tools `search_papers`, `ask` and `get_paper`.
+"""An MCP server over the engine, for agents: tools `search_papers`, `ask` and `get_paper`; each paper as a resource
+(`paper://<doc_id>`); prompts `summarize_area` and `compare_papers`.
 
 Built on the official `mcp` package (`MCPServer`). `rag-bot mcp` (or `python -m rag_bot.mcp_server`) serves it over
 standard input and output; `mount_mcp(fastapi_app, engine)` serves it over streamable HTTP at /mcp beside the chat.
@@ -91,7 +92,7 @@ def _year(year: str | int | None) -> str | None:
 
 
 def build_mcp(engine: Any) -> MCPServer:
-    """The MCP server with its three tools over an engine."""
+    """The MCP server over an engine: its three tools, the paper resources and two prompts."""
     server: MCPServer = MCPServer(name="rag-bot", instructions=INSTRUCTIONS, log_level="WARNING")
 
     @server.tool(
@@ -168,6 +169,29 @@ def build_mcp(engine: Any) -> MCPServer:
                            abstract=markdown_safe(clean_markup(paper.text)), source=paper.source,
                            venue=paper.venue and markdown_safe(paper.venue), year=paper.year,
                            authors=[markdown_safe(a) for a in paper.authors], url=safe_url(paper.url), links=links)
+
+    @server.resource("paper://{doc_id}", name="paper", mime_type="text/markdown",
+                     description="One paper of the collection: its title, metadata and abstract, by doc_id "
+                     "(URL-encoded: a seed's 'x#3' is 'x%233').")
+    def paper_resource(doc_id: str) -> str:
+        from urllib.parse import unquote
+
+        detail = get_paper(unquote(doc_id))
+        meta = " · ".join(str(x) for x in (detail.venue, detail.year, ", ".join(detail.authors)) if x)
+        return "\n\n".join(part for part in (f"# {detail.title}", meta, detail.abstract,
+                                               f"doc_id: {detail.doc_id} · source: {detail.source}") if part)
+
+    @server.prompt(name="summarize_area", description="A cited summary of what the collection says about a topic.")
+    def summarize_area(topic: str) -> str:
+        return (f"Summarize what the paper collection says about {topic}. Call the ask tool with mode 'summary' and "
+                "the question 'Summarize the work on " + topic + "', then report its answer with the [n] markers "
+                "and References as they are. If it is not grounded, say the collection does not cover the topic.")
+
+    @server.prompt(name="compare_papers", description="A side-by-side comparison of papers of the collection.")
+    def compare_papers(papers: str) -> str:
+        return (f"Compare these papers of the collection: {papers}. Call the ask tool with mode 'compare' and the "
+                f"question 'Compare {papers}', then give its table with the [n] markers and References as they are; "
+                "read a paper in full with get_paper or the paper://<doc_id> resource when a cell is unclear.")
 
     return server
 

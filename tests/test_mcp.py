@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -54,6 +55,10 @@ async def _session_calls(storage: Path) -> dict[str, Any]:
         out["paper"] = _structured(await session.call_tool("get_paper", {"doc_id": doc_id}))
         out["unknown"] = await session.call_tool("get_paper", {"doc_id": "no-such-paper#1"})
         out["empty"] = await session.call_tool("ask", {"question": "   "})
+        out["templates"] = (await session.list_resource_templates()).resource_templates
+        out["resource"] = await session.read_resource(f"paper://{quote(doc_id, safe='')}")  # '#' is %23
+        out["prompts"] = {p.name: p for p in (await session.list_prompts()).prompts}
+        out["prompt"] = await session.get_prompt("summarize_area", {"topic": "activation steering"})
     return out
 
 
@@ -61,6 +66,13 @@ def test_mcp_tools_over_stdio(seed_storage: Path):
     calls = asyncio.run(asyncio.wait_for(_session_calls(seed_storage), timeout=240))
 
     assert set(calls["tools"]) == {"search_papers", "ask", "get_paper"}
+    # Each paper is a resource, and two prompts are offered.
+    assert [t.uri_template for t in calls["templates"]] == ["paper://{doc_id}"]
+    text = calls["resource"].contents[0].text
+    assert text.startswith("# CorrSteer") and "Sparse Autoencoders" in text and calls["search"]["papers"][0]["doc_id"] in text
+    assert set(calls["prompts"]) == {"summarize_area", "compare_papers"}
+    said = calls["prompt"].messages[0].content.text
+    assert "activation steering" in said and "mode 'summary'" in said
     assert "inside the search" in calls["tools"]["search_papers"].description
 
     papers = calls["search"]["papers"]
