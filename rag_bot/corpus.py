@@ -352,7 +352,7 @@ def _clean_lines(text: str, path: Path, result: ReadResult) -> list[str]:
     return lines
 
 
-def _by_line(result: ReadResult) -> ReadResult:
+def by_line(result: ReadResult) -> ReadResult:
     """The result with its problems in the order of their lines (problems of the whole file last)."""
     result.problems.sort(key=lambda p: (p.line is None, p.line or 0))
     return result
@@ -429,7 +429,7 @@ def read_seed_file(
                                         venue=venue, year=year))
     if not blocks:
         result.problems.append(Problem(path=str(path), message="no abstracts found"))
-    return _by_line(result)
+    return by_line(result)
 
 
 _VENUE_HEADER = re.compile(r"^([A-Z][A-Za-z\-]{1,19})\s+((?:19|20)\d\d)\b")
@@ -449,7 +449,7 @@ def read_jsonl_file(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> 
             result.problems.append(item)
         else:
             result.papers.append(item)
-    return _by_line(result)
+    return by_line(result)
 
 
 def _iter_jsonl(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> Iterator[Paper | Problem]:
@@ -482,14 +482,14 @@ def _iter_jsonl(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> Iter
         cleaned = cast("dict[str, object]", _clean_value(record))
         if cleaned != _replace_surrogates(record):
             one.problems.append(Problem(path=str(path), line=lineno, message=CLEANED))
-        _add_record(cleaned, path, lineno, seen, one, max_chars)
+        add_record(cleaned, path, lineno, seen, one, max_chars)
         yield from one.problems
         yield from one.papers
     if not records:
         yield Problem(path=str(path), message="no records")
 
 
-def _add_record(
+def add_record(
     record: dict[str, object], path: Path, lineno: int, seen: set[str], result: ReadResult,
     max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS,
 ) -> None:
@@ -615,7 +615,7 @@ def read_csv_file(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> Re
             start = lineno  # resume on the line after the record's first line
     if not rows:
         result.problems.append(Problem(path=str(path), message="no records"))
-    return _by_line(result)
+    return by_line(result)
 
 
 def _add_csv_row(
@@ -632,7 +632,7 @@ def _add_csv_row(
         return
     authors = str(record.get("authors") or "")
     record["authors"] = [a.strip() for a in authors.split(";") if a.strip()]
-    _add_record(record, path, lineno, seen, result, max_chars)
+    add_record(record, path, lineno, seen, result, max_chars)
 
 
 def read_file(
@@ -803,7 +803,7 @@ def _read(paths: Iterable[Path], max_chars: int, keep: bool) -> ReadResult:
                 count += 1
                 if keep:
                     kept.append(got)
-        result.extend(_by_line(one))
+        result.extend(by_line(one))
     result.problems.extend(duplicates)
     result.papers = kept if keep else PaperStream(plan, max_chars, count)
     log.info("read %d papers from %d files (%d problems)", count, result.files, len(result.problems))

@@ -44,17 +44,10 @@ def model_files() -> tuple[Path, Path]:
     return model, tokenizer
 
 
-@lru_cache(maxsize=4)
-def _load(max_tokens: int) -> tuple[Any, Any]:
+def onnx_session(model: Path) -> Any:
+    """An onnxruntime session of an embedding model, tuned for these machines (the shipped model's and a user's)."""
     import onnxruntime as ort
-    from tokenizers import Tokenizer
 
-    model, tokenizer_file = model_files()
-    tokenizer = Tokenizer.from_file(str(tokenizer_file))
-    # The shipped tokenizer truncates at 128; MiniLM was trained on up to 256 word pieces. Padding is done by
-    # `embed` per batch (texts are tokenised once, then grouped by length).
-    tokenizer.enable_truncation(max_length=max_tokens)
-    tokenizer.no_padding()
     options = ort.SessionOptions()
     options.log_severity_level = 3
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -67,7 +60,20 @@ def _load(max_tokens: int) -> tuple[Any, Any]:
     # with every new (batch, length) pair (1,000 abstracts: peak 1,242 -> 819 MiB; docs/benchmarks.md).
     options.enable_mem_pattern = False
     # Batches are bounded by tokens (TOKEN_BUDGET), so the arena stays small whatever the input size.
-    session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+
+
+@lru_cache(maxsize=4)
+def _load(max_tokens: int) -> tuple[Any, Any]:
+    from tokenizers import Tokenizer
+
+    model, tokenizer_file = model_files()
+    tokenizer = Tokenizer.from_file(str(tokenizer_file))
+    # The shipped tokenizer truncates at 128; MiniLM was trained on up to 256 word pieces. Padding is done by
+    # `embed` per batch (texts are tokenised once, then grouped by length).
+    tokenizer.enable_truncation(max_length=max_tokens)
+    tokenizer.no_padding()
+    session = onnx_session(model)
     log.info("embedding model loaded from %s (%d tokens)", model, max_tokens)
     return tokenizer, session
 
@@ -133,7 +139,7 @@ class MiniLMEmbedding(ArrayEmbedding):
         """Embeddings of many texts as an (n, 384) array. Texts are tokenised once, sorted by length and
         embedded in batches of at most TOKEN_BUDGET padded word pieces, so batches pad little and short texts
         (sentences, questions) go through in large batches."""
-        out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         if not texts:
             return out
         encodings = self._tokenizer.encode_batch(texts)
@@ -196,7 +202,7 @@ class FolderEmbedding(MiniLMEmbedding):
                                embed_batch_size=embed_batch_size)
         self._tokenizer, self._session, dimensions = open_folder(path, max_tokens)
         self._folder_name = local_name(path)
-        self._dimensions = dimensions or int(self.embed(["dimensions"]).shape[1])
+        self._dimensions = dimensions or int(self._embed_batch(["dimensions"]).shape[1])
         log.info("embedding model loaded from %s (%d dimensions)", path, self._dimensions)
 
     @classmethod
@@ -216,24 +222,10 @@ class FolderEmbedding(MiniLMEmbedding):
             return super()._forward(ids, mask)
         return np.asarray(self._session.run(ids, mask))
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """Embeddings of many texts, (n, dimensions)."""
-        if not texts:
-            return np.zeros((0, getattr(self, "_dimensions", DIMENSIONS)), dtype=np.float32)
-        encodings = self._tokenizer.encode_batch(texts)
-        lengths = [len(e.ids) for e in encodings]
-        order = sorted(range(len(texts)), key=lengths.__getitem__)
-        parts: dict[int, np.ndarray] = {}
-        for start in range(0, len(order), self.embed_batch_size):
-            batch = order[start:start + self.embed_batch_size]
-            vectors = self._run([encodings[i].ids for i in batch], max(lengths[i] for i in batch))
-            parts.update(zip(batch, vectors))
-        return np.stack([parts[i] for i in range(len(texts))]).astype(np.float32)
-
 
 def embedder_name(settings: Any) -> str:
     """The name of the model the settings choose (recorded in a store's fingerprints), without loading it."""
-    if getattr(settings, "embed_path", None):
+    if settings.embed_path:
         from rag_bot.local_embedding import local_name
 
         return local_name(settings.embed_path)
@@ -247,7 +239,7 @@ def embedder_name(settings: Any) -> str:
 def make_embedder(settings: Any) -> Any:
     """The embedding model the settings choose: an OpenAI-compatible server (RAG_BOT_EMBED_URL), else the
     shipped MiniLM."""
-    if getattr(settings, "embed_path", None):
+    if settings.embed_path:
         return FolderEmbedding(settings.embed_path, max_tokens=settings.max_tokens,
                                embed_batch_size=settings.embed_batch_size)
     if settings.embed_url:

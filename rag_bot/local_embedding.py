@@ -142,13 +142,9 @@ def open_folder(path: Path, max_tokens: int) -> tuple[Any, Any, int | None]:
     tokenizer.no_padding()
     onnx = next((f for f in (folder / "model.onnx", folder / "onnx" / "model.onnx") if f.exists()), None)
     if onnx is not None:
-        import onnxruntime as ort
+        from rag_bot.embedding import onnx_session
 
-        options = ort.SessionOptions()
-        options.log_severity_level = 3
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.enable_mem_pattern = False
-        return tokenizer, ort.InferenceSession(str(onnx), options, providers=["CPUExecutionProvider"]), None
+        return tokenizer, onnx_session(onnx), None
     if (folder / "model.safetensors").exists() and (folder / "config.json").exists():
         encoder = BertEncoder(folder)
         return tokenizer, encoder, encoder.dimensions

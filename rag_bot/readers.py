@@ -1,7 +1,7 @@
 """Reference-manager files: BibTeX (`.bib`) and RIS (`.ris`), as Zotero, Mendeley and JabRef export them.
 
 Each entry becomes the record a JSONL line would be (`id`, `title`, `abstract`, `authors`, `venue`, `year`, `url`)
-and goes through the same checks (rag_bot/corpus.py `_add_record`): an entry without an abstract is reported with
+and goes through the same checks (rag_bot/corpus.py `add_record`): an entry without an abstract is reported with
 its line and key and skipped, never a traceback. Parsing is the well-kept libraries' (bibtexparser, rispy). The id
 is the entry's DOI, else its citation key (BibTeX) or its `ID` field (RIS), else its position in the file.
 """
@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from rag_bot.corpus import DEFAULT_MAX_ABSTRACT_CHARS, Problem, ReadResult, _add_record, _by_line
+from rag_bot.corpus import DEFAULT_MAX_ABSTRACT_CHARS, Problem, ReadResult, add_record, by_line
 
 _BRACES = re.compile(r"[{}]")
 
@@ -54,12 +54,12 @@ def read_bibtex_file(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) ->
         if not record["abstract"]:
             del record["abstract"]  # reported as a missing field, like a JSONL record's
         before = len(result.problems)
-        _add_record(record, path, (entry.start_line or 0) + 1, seen, result, max_chars)
+        add_record(record, path, (entry.start_line or 0) + 1, seen, result, max_chars)
         for problem in result.problems[before:]:  # name the entry: a line alone is hard to find in a .bib
             problem.message = f"entry {entry.key!r}: {problem.message}"
     if not library.entries and not result.problems:
         result.problems.append(Problem(path=str(path), message="no BibTeX entries"))
-    return _by_line(result)
+    return by_line(result)
 
 
 def read_ris_file(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> ReadResult:
@@ -88,7 +88,7 @@ def read_ris_file(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> Re
         if not record["abstract"]:
             del record["abstract"]
         before = len(result.problems)
-        _add_record(record, path, 0, seen, result, max_chars)
+        add_record(record, path, 0, seen, result, max_chars)
         for problem in result.problems[before:]:
             problem.line = None
             problem.message = f"record {n} ({str(record['title'])[:60] or 'untitled'}): {problem.message}"

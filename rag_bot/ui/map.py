@@ -111,9 +111,10 @@ def map_svg(cmap: CollectionMap, cited: Sequence[str] = (), limit: int | None = 
         parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.2" fill="{PALETTE[topic % len(PALETTE)]}" '
                      f'fill-opacity="0.75" data-id="{doc_id}"><title>{title}</title></circle>')
     parts += stars
+    drawn = cmap.clusters[rows]
     for topic, label in enumerate(cmap.labels):  # names at each topic's centre (the median of its drawn points)
-        mine = [k for k, i in enumerate(rows) if int(cmap.clusters[i]) == topic]
-        if mine:
+        mine = drawn == topic
+        if mine.any():
             x, y = np.median(xy[mine], axis=0)
             parts.append(f'<text class="topic-name" x="{x:.0f}" y="{y:.0f}" text-anchor="middle">'
                          f"{html.escape(topic_name(label))}</text>")
