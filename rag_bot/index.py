@@ -41,6 +41,7 @@ from llama_index.core.schema import BaseNode, Document, NodeRelationship, Relate
 from llama_index.vector_stores.chroma import ChromaVectorStore
 from pydantic import ValidationError
 
+from rag_bot import identity
 from rag_bot.embedding import DIMENSIONS, MODEL_NAME, MiniLMEmbedding, embedder_name, make_embedder
 from rag_bot.errors import StoreError
 from rag_bot.settings import Settings
@@ -83,11 +84,13 @@ class IngestReport:
     unchanged: int = 0
     removed: int = 0
     chunks_embedded: int = 0
+    merged: int = 0  # papers already stored under another id (same DOI, arXiv id or title): kept once
 
     def __str__(self) -> str:
+        merged = f", {self.merged} merged into papers stored under another id" if self.merged else ""
         return (
             f"{self.added} added, {self.updated} updated, {self.unchanged} unchanged, "
-            f"{self.removed} removed ({self.chunks_embedded} chunks embedded)"
+            f"{self.removed} removed{merged} ({self.chunks_embedded} chunks embedded)"
         )
 
 
@@ -277,6 +280,8 @@ def _paper_metadata(paper: Paper, fingerprint: str) -> dict[str, Any]:
         "links": json.dumps(paper.links),
         "authors": json.dumps(paper.authors),
     }
+    if paper.identifiers:
+        meta["identifiers"] = json.dumps(paper.identifiers, sort_keys=True)
     for key in ("venue", "year", "url"):
         value = getattr(paper, key)
         if value is not None:
@@ -288,9 +293,9 @@ def paper_from_record(doc_id: str, text: str, meta: dict[str, Any]) -> Paper:
     """A `Paper` back from its Chroma record; a one-line ValueError naming the field when its metadata cannot be
     read (the import checks every paper with this very function, so what it lets in can be read back)."""
     lists: dict[str, Any] = {}
-    for key in ("aliases", "links", "authors"):  # stored as JSON text (Chroma metadata values are scalars)
+    for key in ("aliases", "links", "authors", "identifiers"):  # JSON text (Chroma metadata values are scalars)
         try:
-            lists[key] = json.loads(meta.get(key, "[]"))
+            lists[key] = json.loads(meta.get(key, "{}" if key == "identifiers" else "[]"))
         except (TypeError, ValueError) as exc:
             raise ValueError(f"its {key!r} metadata is not valid JSON ({exc})") from None
     try:
@@ -523,11 +528,42 @@ class PaperIndex:
 
     def fingerprints(self) -> dict[str, str]:
         """doc_id -> stored fingerprint, for every paper."""
+        return self._stored()[0]
+
+    def _stored(self) -> tuple[dict[str, str], dict[str, str]]:
+        """doc_id -> stored fingerprint, and identity key -> doc_id (rag_bot/identity.py), for every paper."""
         out: dict[str, str] = {}
+        known: dict[str, str] = {}
         for batch in self._iter_records(include=["metadatas"]):
             for doc_id, meta in zip(batch["ids"], batch["metadatas"] or []):
-                out[doc_id] = (meta or {}).get("fingerprint", "")
-        return out
+                meta = meta or {}
+                out[doc_id] = meta.get("fingerprint", "")
+                try:
+                    ids = json.loads(meta.get("identifiers", "{}"))
+                except (TypeError, ValueError):
+                    ids = {}
+                for key in identity.keys_of(str(meta.get("title", "")), str(meta.get("source", "")), ids):
+                    known.setdefault(key, doc_id)
+        return out, known
+
+    def _merge_into(self, twin: str, paper: Paper, todo: list[tuple[Paper, str]], start_writing: Callable[[], None],
+                    ) -> None:
+        """`paper` kept as the stored (or just read) `twin` with what it adds (identity.merge): its metadata only,
+        so nothing is embedded again."""
+        for n, (kept, fingerprint) in enumerate(todo):
+            if kept.doc_id == twin:
+                todo[n] = (identity.merge(kept, paper), fingerprint)
+                return
+        got = self.papers.get(ids=[twin], include=["documents", "metadatas"])
+        if not got["ids"]:
+            return
+        meta = dict((got["metadatas"] or [{}])[0] or {})
+        kept = paper_from_record(twin, (got["documents"] or [""])[0], meta)
+        merged = identity.merge(kept, paper)
+        if merged != kept:
+            start_writing()
+            self.papers.update(ids=[twin], metadatas=[
+                _paper_metadata(merged, str(meta.get("fingerprint", ""))) | {"chunks": meta.get("chunks", 0)}])
 
     def _iter_records(self, include: list[str]) -> Iterator[dict[str, Any]]:
         total = self.count()
@@ -613,7 +649,7 @@ class PaperIndex:
         progress: Callable[[int], None] | None,
     ) -> IngestReport:
         report = IngestReport()
-        stored = self.fingerprints()
+        stored, known = self._stored()
         # Chunks of papers that were never committed (a failed or killed ingest; "None": v1 stores, see chunk_nodes).
         removed = self.remove_orphan_chunks(set(stored))
         writing = False
@@ -635,6 +671,18 @@ class PaperIndex:
             todo.clear()
 
         for paper in papers:
+            if paper.doc_id not in stored and paper.doc_id not in keep:
+                names = identity.keys(paper)
+                twin = next((known[k] for k in names if known.get(k, paper.doc_id) != paper.doc_id), None)
+                if twin is not None:  # the same paper from another source: one record, with the richer metadata
+                    keep.add(twin)
+                    report.merged += 1
+                    self._merge_into(twin, paper, todo, start_writing)
+                    if progress:
+                        progress(1)
+                    continue
+                for key in names:
+                    known.setdefault(key, paper.doc_id)
             keep.add(paper.doc_id)
             fingerprint = f"{paper.content_hash}:{self.index_version}"
             if stored.get(paper.doc_id) == fingerprint:

@@ -33,9 +33,9 @@ from rag_bot.types import Paper
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1  # bump when what is saved (or how BM25 tokenises) changes
+FORMAT = 2  # bump when what is saved (or how BM25 tokenises) changes (2: identifiers)
 _V = TypeVar("_V")
-_FIELDS = ("title", "text", "source", "aliases", "links", "authors", "venue", "year", "url")
+_FIELDS = ("title", "text", "source", "aliases", "links", "authors", "venue", "year", "url", "identifiers")
 
 
 class _ByRow(Mapping[str, _V]):

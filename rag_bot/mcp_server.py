@@ -28,6 +28,7 @@ INSTRUCTIONS = (
     "Use search_papers to find papers (ids, titles, scores), ask for a cited answer, get_paper for an abstract."
 )
 MAX_RESULTS = 100  # most papers search_papers returns
+RESOURCE_PAGE = 500  # papers per resources/list page (a client pages on with the cursor)
 
 
 class PaperHit(BaseModel):
@@ -91,9 +92,36 @@ def _year(year: str | int | None) -> str | None:
     return None if year is None else str(year)
 
 
+class _PaperServer(MCPServer):
+    """MCPServer whose resources/list names the collection's papers, a page at a time (the paper:// template
+    alone would leave a client nothing to browse)."""
+
+    engine: Any = None
+
+    async def _handle_list_resources(self, ctx: Any, params: Any) -> Any:
+        from urllib.parse import quote
+
+        from mcp.shared.exceptions import MCPError
+        from mcp.types import INVALID_PARAMS, ListResourcesResult, Resource
+
+        cursor = getattr(params, "cursor", None) or "0"
+        if not cursor.isdigit():
+            raise MCPError(code=INVALID_PARAMS, message=f"bad cursor {cursor!r}: pass back a nextCursor")
+        papers = self.engine.papers
+        start = int(cursor)
+        ids = list(papers)[start:start + RESOURCE_PAGE]
+        resources = [Resource(uri=f"paper://{quote(d, safe='')}", name=d, title=clean_markup(papers[d].title),
+                              mime_type="text/markdown",
+                              description=" · ".join(str(x) for x in (papers[d].venue, papers[d].year) if x) or None)
+                     for d in ids]
+        more = start + RESOURCE_PAGE < len(papers)
+        return ListResourcesResult(resources=resources, next_cursor=str(start + RESOURCE_PAGE) if more else None)
+
+
 def build_mcp(engine: Any) -> MCPServer:
     """The MCP server over an engine: its three tools, the paper resources and two prompts."""
-    server: MCPServer = MCPServer(name="rag-bot", instructions=INSTRUCTIONS, log_level="WARNING")
+    server = _PaperServer(name="rag-bot", instructions=INSTRUCTIONS, log_level="WARNING")
+    server.engine = engine
 
     @server.tool(
         description="Rank the collection's papers for a question (hybrid dense + BM25 retrieval), best first: "

@@ -69,6 +69,13 @@ def cited_papers(answers: Iterable[Answer], papers: Mapping[str, Paper]) -> list
     return list(seen.values())
 
 
+def _note(paper: Paper) -> str:
+    """Where the paper comes from, for a round trip: `rag-bot ingest` of the export reads its id (and the
+    identifiers no field of the format holds) back from this note."""
+    known = "".join(f"; {kind} {value}" for kind, value in sorted(paper.identifiers.items()))
+    return f"rag-bot doc_id {paper.doc_id}; source {paper.source}{known}"
+
+
 def _bibtex_value(text: str) -> str:
     text = " ".join(clean_markup(text).split())
     return _BIBTEX_SPECIAL.sub(r"\\\1", text).replace("~", r"\textasciitilde{}").replace("^", r"\^{}")
@@ -88,7 +95,11 @@ def to_bibtex(papers: Sequence[Paper]) -> str:
             fields.append(("year", str(paper.year)))
         if safe_url(paper.url):
             fields.append(("url", safe_url(paper.url) or ""))
-        fields += [("abstract", paper.text), ("note", f"rag-bot doc_id {paper.doc_id}; source {paper.source}")]
+        if paper.identifiers.get("doi"):
+            fields.append(("doi", paper.identifiers["doi"]))
+        if paper.identifiers.get("arxiv"):
+            fields += [("eprint", paper.identifiers["arxiv"]), ("archiveprefix", "arXiv")]
+        fields += [("abstract", paper.text), ("note", _note(paper))]
         kind = "inproceedings" if paper.venue else "misc"
         body = ",\n".join(f"  {name} = {{{_bibtex_value(value)}}}" for name, value in fields)
         entries.append(f"@{kind}{{{keys[paper.doc_id]},\n{body}\n}}")
@@ -109,8 +120,9 @@ def to_ris(papers: Sequence[Paper]) -> str:
             lines.append(f"PY  - {paper.year}")
         if safe_url(paper.url):
             lines.append(f"UR  - {safe_url(paper.url)}")
-        lines += [f"AB  - {' '.join(clean_markup(paper.text).split())}",
-                  f"N1  - rag-bot doc_id {paper.doc_id}; source {paper.source}", "ER  - "]
+        if paper.identifiers.get("doi"):
+            lines.append(f"DO  - {paper.identifiers['doi']}")
+        lines += [f"AB  - {' '.join(clean_markup(paper.text).split())}", f"N1  - {_note(paper)}", "ER  - "]
         records.append("\n".join(lines))
     return "\n\n".join(records) + ("\n" if records else "")
 
@@ -125,8 +137,10 @@ def to_csl(papers: Sequence[Paper]) -> list[dict[str, object]]:
             "type": "paper-conference" if paper.venue else "article",
             "title": " ".join(clean_markup(paper.title).split()),
             "abstract": " ".join(clean_markup(paper.text).split()),
-            "note": f"rag-bot doc_id {paper.doc_id}; source {paper.source}",
+            "note": _note(paper),
         }
+        if paper.identifiers.get("doi"):
+            item["DOI"] = paper.identifiers["doi"]
         if paper.authors:
             item["author"] = [{"family": f, "given": g} for f, g in map(_family_given, paper.authors)]
         if paper.venue:

@@ -24,6 +24,8 @@ class Paper(BaseModel):
     year: int | None = None
     authors: list[str] = Field(default_factory=list)
     url: str | None = None
+    identifiers: dict[str, str] = Field(
+        default_factory=dict, description="doi, arxiv, openreview, s2: the ids other sources know it by (rag_bot/identity.py).")
 
     @property
     def content_hash(self) -> str:

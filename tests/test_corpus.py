@@ -154,8 +154,8 @@ def test_unreadable_files_are_reported_and_the_rest_still_read(tmp_path: Path) -
     good.write_text(json.dumps({"id": "g", "title": "Good", "abstract": _abstract(1)}))
     binary = tmp_path / "image.txt"
     binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
-    unknown = tmp_path / "papers.xml"
-    unknown.write_text("<papers/>")
+    unknown = tmp_path / "papers.yaml"
+    unknown.write_text("papers: []")
     not_gzip = tmp_path / "fake.jsonl.gz"
     not_gzip.write_text("plain text, not gzip")
     missing = tmp_path / "nowhere.jsonl"

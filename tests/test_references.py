@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import bibtexparser
+import pytest
 import rispy
 
 from rag_bot.references import citation_keys, cited_papers, export, to_csl
@@ -87,3 +88,60 @@ def test_exported_fields_hold_nothing_active():
         page = MarkdownIt("commonmark", {"html": True}).render(export([paper], fmt))
         assert "<img" not in page and "<script" not in page and 'href="javascript' not in page, (fmt, page)
         assert "Glow" in page and "Eve" in page and "click" in page, fmt
+
+
+def _run(storage, *args: str):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_BOT_", "OPENAI_"))}
+    env["RAG_BOT_STORAGE"] = str(storage)
+    exe = str(Path(sys.executable).with_name("rag-bot"))
+    return subprocess.run([exe, *args], env=env, capture_output=True, text=True, timeout=300, cwd=storage.parent)
+
+
+def _fields(paper: Paper) -> tuple:
+    from rag_bot.text import clean_markup
+
+    return (clean_markup(paper.title), clean_markup(paper.text), paper.authors, paper.venue, paper.year, paper.url,
+            paper.identifiers)
+
+
+@pytest.mark.slow
+def test_an_export_reads_back_into_the_same_papers_in_each_format(tmp_path):
+    from rag_bot.engine import Engine
+    from rag_bot.settings import Settings
+    from tests.conftest import SEEDS
+    from tests.test_identity import _files
+
+    files = _files(tmp_path / "in")
+    source = tmp_path / "source"
+    ingest = _run(source, "ingest", "--quiet", str(SEEDS), *map(str, files.values()))
+    assert ingest.returncode == 0, ingest.stderr
+    original = dict(Engine(Settings(storage=source)).papers)
+    assert len(original) == 40 and original["10.1234/abc"].identifiers["openreview"] == "aBcD123"
+    for fmt, name in (("bibtex", "all.bib"), ("ris", "all.ris"), ("csl", "all.json")):
+        out = tmp_path / name
+        done = _run(source, "export", str(out))  # the format follows the extension
+        assert done.returncode == 0 and f"Wrote 40 papers to {out} ({fmt})" in done.stdout, done.stderr
+        copy = tmp_path / f"copy-{fmt}"
+        back = _run(copy, "ingest", "--quiet", str(out))
+        assert back.returncode == 0 and "problem" not in back.stdout.lower(), back.stdout + back.stderr
+        papers = Engine(Settings(storage=copy)).papers
+        assert set(papers) == set(original), fmt
+        for doc_id, paper in original.items():
+            assert _fields(papers[doc_id]) == _fields(paper), (fmt, doc_id)
+
+
+@pytest.mark.slow
+def test_an_export_of_a_filter_holds_only_its_papers(seed_storage, tmp_path):
+    out = tmp_path / "icml.ris"
+    done = _run(seed_storage, "export", "--format", "ris", "--year", "2026", "--venue", "icml", str(out))
+    assert done.returncode == 0, done.stderr
+    assert len(rispy.loads(out.read_text())) == 38
+    none = _run(seed_storage, "export", "--author", "Nobody Anywhere", str(tmp_path / "none.bib"))
+    assert none.returncode == 1 and "no paper passes" in none.stderr and not (tmp_path / "none.bib").exists()
+    portable = _run(seed_storage, "export", "--year", "2026", str(tmp_path / "x.ragbot.jsonl.gz"))
+    assert portable.returncode == 2 and "whole store" in portable.stderr and "Traceback" not in portable.stderr
