@@ -2,7 +2,7 @@
 
 import sys
 
-from rag_bot.cli import main
+from rag_bot.surfaces.cli import main
 
 if __name__ == "__main__":
     sys.exit(main(["serve"]))

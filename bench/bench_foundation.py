@@ -49,7 +49,7 @@ def main() -> None:
             seconds, _, ask_rss = run([str(BIN / "rag-bot"), "ask", "--json", "what is sparse attention for long contexts?"], env)
             cold.append(seconds)
         probe = subprocess.run(
-            [sys.executable, "-c", "import sys; from rag_bot.cli import main; main(['ask','--json','test question'])"
+            [sys.executable, "-c", "import sys; from rag_bot.surfaces.cli import main; main(['ask','--json','test question'])"
              "; print('gradio' in sys.modules, file=sys.stderr)"],
             env=env, capture_output=True, text=True, check=True,
         )

@@ -5,7 +5,7 @@
 Loads ../shared/data/csfcube in place (never copied; the run is skipped when it is absent), ingests the
 abstracts through rag-bot's own index (incremental, so the slow embedding happens once per store), ranks the
 whole corpus for each query with `Engine.retriever.retrieve_papers` in each retrieval mode, scores the
-rankings with rag_bot.metrics and writes docs/csfcube.md, where every figure is computed by this run.
+rankings with rag_bot.evaluation.metrics and writes docs/csfcube.md, where every figure is computed by this run.
 Metrics, as in ../shared/data/SOURCES.md ("csfcube"): nDCG@20 on the graded labels, Recall@20 and MAP on
 `relevant_ids`; the query paper itself (`exclude_ids`) is dropped from the ranking.
 """
@@ -30,7 +30,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # `python bench/csfcube.py` from a checkout without an installed package
 
-from rag_bot import metrics  # noqa: E402
+from rag_bot.evaluation import metrics  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "csfcube"
 DEFAULT_STORE = REPO / "storage" / "bench-csfcube"
@@ -56,7 +56,7 @@ def load_queries(data: Path) -> list[dict[str, Any]]:
 
 def to_papers(docs: list[dict[str, Any]]) -> list[Any]:
     """Corpus records as rag-bot papers."""
-    from rag_bot.corpus import make_paper
+    from rag_bot.reading.records import make_paper
 
     return [make_paper(doc_id=str(d["id"]), text=d["text"], source="csfcube", title=d["title"]) for d in docs]
 
@@ -111,7 +111,7 @@ def score_query(ranking: Sequence[str], q: dict[str, Any]) -> dict[str, float]:
 
 
 def average(values: Sequence[float]) -> float:
-    """rag_bot.metrics.mean of a non-empty list."""
+    """rag_bot.evaluation.metrics.mean of a non-empty list."""
     value = metrics.mean(values)
     if value is None:
         raise ValueError("no values to average")
@@ -256,7 +256,7 @@ def write_report(out: Path, modes: dict[str, dict[str, Any]], data: dict[str, An
         f"the query paper (`exclude_ids`) is dropped from the ranking. nDCG@{CUTOFF} uses the graded labels "
         f"(gain = grade {data['grade_min']}-{data['grade_max']}, log2 discount, ideal from all graded judgments "
         f"of the query); R@{CUTOFF} and MAP use `relevant_ids` ({relevant}, {data['relevant_pairs']} pairs); "
-        f"AP is computed over the top {info['top_k']} returned. Metrics: `rag_bot/metrics.py`. Latency on this "
+        f"AP is computed over the top {info['top_k']} returned. Metrics: `rag_bot/evaluation/metrics.py`. Latency on this "
         f"shared {info['cores']}-core machine: p50 is the median over queries of the first `retrieve_papers` "
         "call (query embedding included)"
         + (f"; p50 cached is the median of each query's best of {info['passes'] - 1} repeated calls, which find "

@@ -5,7 +5,7 @@ length-sorted batches of real abstracts from ../shared/data/ml_abstracts.jsonl.g
 
 With --grid it tries onnxruntime settings (intra-op threads, batch size, arena) interleaved round by round,
 so every configuration sees the same background load; without, it times the settings rag-bot uses
-(rag_bot.embedding) and prints one JSON line: abstracts/s and tokens/s. Ingest is judged against this figure
+(rag_bot.store.embedding) and prints one JSON line: abstracts/s and tokens/s. Ingest is judged against this figure
 (bench/scale.py runs both in one process run).
 """
 
@@ -44,7 +44,7 @@ def session(threads: int, arena: bool) -> Any:
     """An onnxruntime session of the packaged model with the given settings."""
     import onnxruntime as ort
 
-    from rag_bot.embedding import model_files
+    from rag_bot.store.embedding import model_files
 
     options = ort.SessionOptions()
     options.log_severity_level = 3
@@ -59,7 +59,7 @@ def session(threads: int, arena: bool) -> Any:
 def tokenizer(max_tokens: int = 256) -> Any:
     from tokenizers import Tokenizer
 
-    from rag_bot.embedding import model_files
+    from rag_bot.store.embedding import model_files
 
     tok = Tokenizer.from_file(str(model_files()[1]))
     tok.enable_truncation(max_length=max_tokens)
@@ -87,7 +87,7 @@ def embed_all(sess: Any, tok: Any, texts: list[str], batch: int) -> tuple[np.nda
 
 def reference(n: int = 600, rounds: int = 2) -> dict[str, Any]:
     """The reference figure with rag-bot's own embedder settings (best of `rounds`)."""
-    from rag_bot.embedding import MiniLMEmbedding
+    from rag_bot.store.embedding import MiniLMEmbedding
 
     texts = sample_texts(n)
     emb = MiniLMEmbedding()
@@ -108,7 +108,7 @@ def reference(n: int = 600, rounds: int = 2) -> dict[str, Any]:
 
 def reference_on(texts: list[str]) -> dict[str, Any]:
     """The reference on given texts, one pass: seconds, abstracts/s and tokens/s (rag-bot's embedder settings)."""
-    from rag_bot.embedding import MiniLMEmbedding
+    from rag_bot.store.embedding import MiniLMEmbedding
 
     emb = MiniLMEmbedding()
     emb.embed(texts[:16])  # warm-up (model load)

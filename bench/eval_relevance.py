@@ -31,7 +31,7 @@ MISSING_OPENING = "No paper in the collection"
 
 def answer_row(engine, question: str, mode: str | None, relevant: set[str], labels: dict[str, bool],
                drop: set[str] | None = None) -> dict:
-    from rag_bot.evaluate import citation_integrity
+    from rag_bot.evaluation.evaluate import citation_integrity
 
     with without(engine, drop):  # a near miss: the paper and its near duplicates taken out of the collection
         answer = engine.ask(question, mode=mode)

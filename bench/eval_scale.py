@@ -78,7 +78,7 @@ def partial_scores(engine) -> dict[str, object]:
 def main() -> int:
     """Evaluate the seeds and each benchmark size; write docs/eval_scale.md."""
     from rag_bot.engine import Engine
-    from rag_bot.evaluate import DEFAULT_SET, evaluate, load_questions
+    from rag_bot.evaluation.evaluate import DEFAULT_SET, evaluate, load_questions
     from rag_bot.settings import Settings
 
     parser = argparse.ArgumentParser()

@@ -11,7 +11,7 @@ every labelled paper compared with the next one, whether:
 - a comparison cell's sentence has its row's role (Problem: problem, Approach: method, Reported results: result);
 - a quote as shown opens with a connective ("However,", any one-word lead-in with a comma), a lead-in that
   refers back ("Motivated by this …,"), or an unresolved this/these/it/they: checked by patterns written here,
-  apart from rag_bot/quotes.py's;
+  apart from rag_bot/writing/quotes.py's;
 - every quote is found verbatim in its abstract and the citations are consistent (integrity).
 
 Locked parts: questions with sha1(id) % 3 == 0, labelled papers with sha1(doc_id) % 3 == 0 (as in
@@ -140,7 +140,7 @@ def headings(answer) -> list[tuple[str, list[str]]]:
 
 def measure(engine, judge: Judge, jobs: list[tuple[str, str, str, bool]], store: str, sink: list[dict]) -> dict:
     """jobs: (question id, question, mode, question locked)."""
-    from rag_bot.evaluate import citation_integrity
+    from rag_bot.evaluation.evaluate import citation_integrity
     from rag_bot.text import clean_markup
 
     tally: dict[str, list] = {}

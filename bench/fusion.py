@@ -5,7 +5,7 @@
 Sets: the dev set's single-paper and fact questions (R@5, MRR@10) over the seeds, over the seeds + 3,202 real
 abstracts (storage/bench-3000) and + 22,148 (storage/bench-22000), built by bench/collections.py; and CSFCube
 (nDCG@20, storage/bench-csfcube, built by bench/csfcube.py). A store that is missing is reported as skipped.
-Everything else is retrieval as shipped (`PaperRetriever.retrieve_papers`); only `rag_bot.retrieve.RRF_K`
+Everything else is retrieval as shipped (`PaperRetriever.retrieve_papers`); only `rag_bot.retrieval.retrieve.RRF_K`
 changes between columns.
 """
 
@@ -23,8 +23,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import csfcube  # noqa: E402
 
-from rag_bot import metrics, retrieve  # noqa: E402
-from rag_bot.evaluate import DEFAULT_SET, load_questions  # noqa: E402
+from rag_bot.evaluation import metrics  # noqa: E402
+from rag_bot.evaluation.evaluate import DEFAULT_SET, load_questions  # noqa: E402
+from rag_bot.retrieval import retrieve  # noqa: E402
 
 
 def dev_scores(store: Path, ks: list[int]) -> dict[int, tuple[float, float]]:

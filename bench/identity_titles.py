@@ -1,5 +1,5 @@
 """How often two different papers share a normalised title, by title length, in the 22,148 real abstracts
-(../shared/data/ml_abstracts.jsonl.gz): what sets rag_bot/identity.py's MIN_TITLE_WORDS. A pair is "the same paper" when the abstracts' word sets overlap
+(../shared/data/ml_abstracts.jsonl.gz): what sets rag_bot/reading/identity.py's MIN_TITLE_WORDS. A pair is "the same paper" when the abstracts' word sets overlap
 (Jaccard) at 0.5 or more (the same abstract, or two versions of it), else "different papers".
 
     .venv/bin/python bench/identity_titles.py
@@ -14,7 +14,7 @@ from collections import defaultdict
 from itertools import combinations
 from pathlib import Path
 
-from rag_bot.identity import _WORD
+from rag_bot.reading.identity import _WORD
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "ml_abstracts.jsonl.gz"
 

@@ -23,8 +23,7 @@ JUDGED = ROOT / "bench" / "data" / "relevance_pairs.jsonl"
 
 def pool(engine, question: str) -> list[str]:
     """doc_ids of a question's pool, hybrid order first."""
-    from rag_bot.text import topic_query
-
+    from rag_bot.topics import topic_query
     retriever = engine.retriever
     snap = retriever._snapshot
     topic = topic_query(question)

@@ -1,4 +1,4 @@
-"""Fit the relevance decision (rag_bot/relevance.py) on labelled pairs, and report it on a locked part.
+"""Fit the relevance decision (rag_bot/retrieval/relevance.py) on labelled pairs, and report it on a locked part.
 
     python bench/relevance_fit.py [--sizes 38 3000 22000] [--generated 300] [--write]
 
@@ -13,7 +13,7 @@ Data, per collection size (storage/bench-<size>, built by bench/collections.py; 
 
 Every question and generated paper falls in the locked part when sha1(id) % 3 == 0: no weight, cut or rule is
 chosen on it. The model and its cuts are fitted on the rest; both parts are reported (docs/eval.md). With
-`--write` the model is saved to rag_bot/relevance_model.json.
+`--write` the model is saved to rag_bot/retrieval/relevance_model.json.
 """
 
 from __future__ import annotations
@@ -297,7 +297,7 @@ def best_f1_cut(p: np.ndarray, y: np.ndarray) -> float:
 
 
 def main() -> int:
-    from rag_bot.relevance import FEATURES, MEASURED, RelevanceModel, Weights, with_shares
+    from rag_bot.retrieval.relevance import FEATURES, MEASURED, RelevanceModel, Weights, with_shares
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", nargs="*", type=int, default=[38, 3000, 22000])
@@ -368,7 +368,7 @@ def main() -> int:
     print(json.dumps(report["parts"], indent=1))
     print(model.to_json())
     if args.write:
-        (ROOT / "rag_bot" / "relevance_model.json").write_text(model.to_json())
+        (ROOT / "rag_bot" / "retrieval" / "relevance_model.json").write_text(model.to_json())
     return 0
 
 

@@ -23,10 +23,10 @@ COLUMNS = ("R@1", "MRR@10", "refusal accuracy", "false refusals", "citation inte
 
 
 def main() -> int:
-    from rag_bot.embedding import MiniLMEmbedding
     from rag_bot.engine import Engine
-    from rag_bot.evaluate import DEFAULT_SET, evaluate, load_questions
+    from rag_bot.evaluation.evaluate import DEFAULT_SET, evaluate, load_questions
     from rag_bot.settings import Settings
+    from rag_bot.store.embedding import MiniLMEmbedding
     from tests.conftest import json_stand_in
 
     parser = argparse.ArgumentParser()

@@ -34,8 +34,8 @@ def rank_of(ranking: list[str], targets: set[str]) -> int | None:
 
 
 def main() -> int:
-    from rag_bot import retrieve
     from rag_bot.engine import Engine
+    from rag_bot.retrieval import retrieve
     from rag_bot.settings import Settings
 
     parser = argparse.ArgumentParser()

@@ -1,11 +1,11 @@
-"""Fit the sentence-role classifier (rag_bot/roles.py) on labelled sentences; report accuracy per role.
+"""Fit the sentence-role classifier (rag_bot/writing/roles.py) on labelled sentences; report accuracy per role.
 
     python bench/roles_fit.py [--write]        # needs storage/bench-3000 (bench/collections.py) for the papers
 
 Labels: bench/data/sentence_roles.jsonl (every sentence of the 38 seeds and of 240 other abstracts). A sentence's
 signals are its MiniLM vector (its own words, by meaning) and its place in the abstract (relative position,
 first, last); a softmax regression over them is fitted on the papers with sha1(doc_id) % 3 != 0 and reported on
-the locked rest. With --write the model is saved to rag_bot/roles_model.npz.
+the locked rest. With --write the model is saved to rag_bot/writing/roles_model.npz.
 """
 
 from __future__ import annotations
@@ -49,9 +49,9 @@ def fit_softmax(x: np.ndarray, y: np.ndarray, classes: int, l2: float, steps: in
 
 def main() -> int:
     from rag_bot.engine import Engine
-    from rag_bot.roles import ROLES, role_signals
-    from rag_bot.sentences import paper_sentences
     from rag_bot.settings import Settings
+    from rag_bot.store.sentences import paper_sentences
+    from rag_bot.writing.roles import ROLES, role_signals
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--write", action="store_true")
@@ -112,7 +112,7 @@ def main() -> int:
     print(json.dumps(report, indent=1))
     (ROOT / "bench" / "results" / "roles.json").write_text(json.dumps(report, indent=1) + "\n")
     if args.write:
-        np.savez(ROOT / "rag_bot" / "roles_model.npz", mean=mean, scale=scale, weights=w,
+        np.savez(ROOT / "rag_bot" / "writing" / "roles_model.npz", mean=mean, scale=scale, weights=w,
                  roles=np.array(ROLES))
     return 0
 

@@ -106,7 +106,7 @@ def machine() -> dict[str, Any]:
 # --- questions ---------------------------------------------------------------------------------------------
 def questions_for(papers: dict[str, Any], n_extra: int = 100, seed: int = 11) -> list[str]:
     """The dev questions, then titles and phrases of random papers of the collection (half each)."""
-    from rag_bot.evaluate import DEFAULT_SET, load_questions
+    from rag_bot.evaluation.evaluate import DEFAULT_SET, load_questions
 
     out = [q.question for q in load_questions(DEFAULT_SET)]
     rng = random.Random(seed)
@@ -155,8 +155,8 @@ def legacy_sentences(index: Any) -> Any:
     use, one model call per paper, kept in memory only, onnxruntime spinning between operators."""
     import onnxruntime as ort
 
-    from rag_bot.embedding import MiniLMEmbedding, model_files
-    from rag_bot.sentences import SentenceIndex
+    from rag_bot.store.embedding import MiniLMEmbedding, model_files
+    from rag_bot.store.sentences import SentenceIndex
 
     class Legacy(SentenceIndex):
         def prefetch(self, papers: Any) -> None:  # no batching across papers
@@ -183,13 +183,12 @@ ANSWERS = {  # the offline answer's variants, measured on every question in this
 
 def measure_size(size: int, store: Path, profile: Path | None) -> dict[str, Any]:
     """Start-up, latency and memory of one collection, in this process."""
-    from rag_bot import lexicon as lexicon_module
     from rag_bot.engine import Engine
-    from rag_bot.index import SENTENCES_SUFFIX
-    from rag_bot.sentences import SentenceIndex
+    from rag_bot.retrieval import lexicon as lexicon_module
     from rag_bot.settings import Settings
-    from rag_bot.text import topic_query
-
+    from rag_bot.store.reads import SENTENCES_SUFFIX
+    from rag_bot.store.sentences import SentenceIndex
+    from rag_bot.topics import topic_query
     out: dict[str, Any] = {"size": size}
     settings = Settings(storage=store, llm="offline")
     engine = Engine(settings)
@@ -352,7 +351,7 @@ def cold_ask(store: Path, runs: int = 3) -> dict[str, Any]:
         asks.append(seconds)
         peak = max(peak, rss)
         stats.append(timed_run([str(BIN / "rag-bot"), "stats"], env)[0])
-    # The first chat start after an ingest computes the collection map and saves it (rag_bot/collection_map.py);
+    # The first chat start after an ingest computes the collection map and saves it (rag_bot/surfaces/collection_map.py);
     # later starts read it back.
     serve_first = serve_ready(store)
     return {"ask_cold_s": min(asks), "ask_cold_median_s": statistics.median(asks), "ask_peak_mib": peak,
@@ -467,7 +466,7 @@ def sentences_section() -> list[str]:
          "An offline answer scores the sentences of its papers against the question (grounding's evidence: the best "
          "sentence of the top 3 papers; an area's relevance: the best sentence of up to 40 candidates; the writer "
          "picks sentences). Embedding them was 94% of the answer at 3,000 papers (cProfile, before). Now "
-         "(rag_bot/sentences.py):", "",
+         "(rag_bot/store/sentences.py):", "",
          "- **persisted**: given the paper index, a paper's sentence vectors are written to a third collection, "
          "`<name>_sentences` (a folder or a Chroma server alike), at their first use, and read from it afterwards "
          "(one record per paper, keyed by the model and the exact sentences; the float32 vectors, so answers are "
@@ -693,7 +692,7 @@ def report(info: dict[str, Any], ingest: dict[str, Any] | None, rows: list[dict[
     L += ["## Start-up", "",
           "`rag-bot ask` cold: process start to printed answer (best of 3, offline writer), `rag-bot stats` "
           "(start-up without the model) in the same loop; the lexical side loaded from its cache "
-          "(rag_bot/lexicon.py) against rebuilt from the store as every start did before (in-process, best of 3, "
+          "(rag_bot/retrieval/lexicon.py) against rebuilt from the store as every start did before (in-process, best of 3, "
           "interleaved).", "",
           "| papers | chunks | `ask` cold s (median) | `stats` cold s | `ask` peak RSS MiB | first `ask` after the "
           "ingest s | first chat start after the ingest s | chat ready s | lexicon from cache s | lexicon rebuilt s |",

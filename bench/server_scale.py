@@ -57,7 +57,7 @@ def main() -> int:
     ap.add_argument("--questions", type=int, default=100, help="extra questions from random papers")
     args = ap.parse_args()
     from rag_bot.engine import Engine
-    from rag_bot.evaluate import DEFAULT_SET, evaluate, load_questions
+    from rag_bot.evaluation.evaluate import DEFAULT_SET, evaluate, load_questions
     from rag_bot.settings import Settings
 
     server, url = start_chroma(args.server_data)

@@ -6,7 +6,7 @@ citations, over the dev set.
 For every answerable dev question the engine's sources are taken. A faithful claim is a sentence of the cited
 paper's abstract with a third of its words dropped (a paraphrase-like rewording); a misattributed claim is a
 sentence of another source of the same answer, cited as this paper (what a model that mixes up its sources
-writes). The support of both is computed as answers compute it (rag_bot.citations.support_scores); the table of
+writes). The support of both is computed as answers compute it (rag_bot.writing.citations.support_scores); the table of
 thresholds goes to stdout and docs/support.md.
 """
 
@@ -20,11 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from rag_bot.citations import support_scores
 from rag_bot.engine import Engine
-from rag_bot.evaluate import DEFAULT_SET, load_questions
+from rag_bot.evaluation.evaluate import DEFAULT_SET, load_questions
 from rag_bot.settings import Settings
 from rag_bot.types import Answer, Citation
+from rag_bot.writing.citations import support_scores
 
 ROOT = Path(__file__).resolve().parent.parent
 THRESHOLDS = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)

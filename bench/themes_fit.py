@@ -1,12 +1,12 @@
-"""Fit the theme-heading decision (rag_bot/themes.py) on judged headings; report it on the locked part.
+"""Fit the theme-heading decision (rag_bot/writing/themes.py) on judged headings; report it on the locked part.
 
     python bench/themes_fit.py [--write]      # needs storage/bench-seeds and storage/bench-3000 (bench/collections.py)
 
 Labels: the heading items of bench/data/heading_judgements.jsonl (readers judged whether a heading fits every
-paper under it). Signals: rag_bot.themes.heading_signals. A logistic regression is fitted on the items whose
+paper under it). Signals: rag_bot.writing.themes.heading_signals. A logistic regression is fitted on the items whose
 question has sha1(id) % 3 != 0, its ridge penalty chosen by 5-fold log-loss within them; the cut is the lowest
 probability at which the fit part's headings shown fit at least `TARGET` of the time. The locked items (sha1 % 3
-== 0) only report. With --write the model goes to rag_bot/themes_model.json.
+== 0) only report. With --write the model goes to rag_bot/writing/themes_model.json.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def best_cut(p: np.ndarray, y: np.ndarray, fit: np.ndarray) -> float:
 
 def choose_cut(x: np.ndarray, y: np.ndarray, part: np.ndarray, write: bool) -> int:
     """The cut chosen on the shipped model's own judged headings (round 2), fit part; both parts reported."""
-    from rag_bot.themes import MODEL_FILE, fit_probability
+    from rag_bot.writing.themes import MODEL_FILE, fit_probability
 
     p = fit_probability(x)
     fit = part == "fit"
@@ -86,7 +86,7 @@ def main() -> int:
     from rag_bot.engine import Engine
     from rag_bot.settings import Settings
     from rag_bot.text import clean_markup
-    from rag_bot.themes import SIGNALS, heading_signals
+    from rag_bot.writing.themes import SIGNALS, heading_signals
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--write", action="store_true")
@@ -144,7 +144,7 @@ def main() -> int:
     (ROOT / "bench" / "results" / "themes.json").write_text(json.dumps(report, indent=1) + "\n")
     if args.write:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-        (ROOT / "rag_bot" / "themes_model.json").write_text(json.dumps({
+        (ROOT / "rag_bot" / "writing" / "themes_model.json").write_text(json.dumps({
             "fitted_on": f"bench/themes_fit.py at {commit} on {LABELS.name}", "signals": list(SIGNALS),
             "mean": mean.round(6).tolist(), "scale": scale.round(6).tolist(), "weights": w.round(6).tolist(),
             "bias": round(b, 6), "cut": round(cut, 4)}, indent=1) + "\n")

@@ -39,8 +39,8 @@ def mean_store(src: Path, dst: Path) -> Path:
 
     import numpy as np
 
-    from rag_bot.index import PaperIndex
     from rag_bot.settings import Settings
+    from rag_bot.store.index import PaperIndex
 
     if dst.exists():
         shutil.rmtree(dst)
@@ -71,7 +71,7 @@ def apply_layout(engine: Any, layout: str) -> None:
 def dev(seeds_store: Path | None = None) -> dict[str, dict[str, Any]]:
     """Dev-set metrics per layout on a seeds store (a fresh one unless given)."""
     from rag_bot.engine import Engine
-    from rag_bot.evaluate import DEFAULT_SET, evaluate, load_questions
+    from rag_bot.evaluation.evaluate import DEFAULT_SET, evaluate, load_questions
     from rag_bot.settings import Settings
 
     questions = load_questions(DEFAULT_SET)
@@ -127,9 +127,9 @@ def sentence_store(src: Path, dst: Path, weighted: bool = False) -> Path:
 
     import numpy as np
 
-    from rag_bot.index import PaperIndex
-    from rag_bot.sentences import SentenceIndex
     from rag_bot.settings import Settings
+    from rag_bot.store.index import PaperIndex
+    from rag_bot.store.sentences import SentenceIndex
 
     source = PaperIndex(Settings(storage=src))
     papers = source.all_papers()
@@ -178,7 +178,7 @@ def derived(seeds_store: Path | None, csfcube_store: Path | None, scale_store: P
     import eval_scale
 
     from rag_bot.engine import Engine
-    from rag_bot.evaluate import DEFAULT_SET, evaluate, load_questions
+    from rag_bot.evaluation.evaluate import DEFAULT_SET, evaluate, load_questions
     from rag_bot.settings import Settings
 
     rows: list[dict[str, Any]] = []
@@ -229,17 +229,17 @@ def pass_cost(store: Path, n: int, rounds: int = 3) -> dict[str, Any]:
 
     import onnxruntime as ort
 
-    from rag_bot.embedding import MiniLMEmbedding, model_files
-    from rag_bot.index import PaperIndex
-    from rag_bot.sentences import paper_sentences
     from rag_bot.settings import Settings
+    from rag_bot.store.embedding import MiniLMEmbedding, model_files
+    from rag_bot.store.index import PaperIndex
+    from rag_bot.store.sentences import paper_sentences
     from rag_bot.text import clean_markup
 
     index = PaperIndex(Settings(storage=store))
     ids = sorted(index.fingerprints())
     picked = random.Random(17).sample(ids, min(n, len(ids)))
     got = index.papers.get(ids=picked, include=["documents", "metadatas"])
-    from rag_bot.index import paper_from_record
+    from rag_bot.store.index import paper_from_record
 
     papers = [paper_from_record(i, t or "", dict(m or {})) for i, t, m in
               zip(got["ids"], got["documents"] or [], got["metadatas"] or [])]

@@ -18,16 +18,18 @@ from typing import Any
 
 from llama_index.core.query_engine import RetrieverQueryEngine
 
-from rag_bot.compose import OfflineComposer, PaperSynthesizer, WriterUnavailable, detect_mode
-from rag_bot.corpus import ReadResult, scan_paths
 from rag_bot.errors import EmptyQuestionError, NoIndexError
-from rag_bot.ground import Grounding, GroundingPostprocessor
-from rag_bot.index import IngestReport, PaperIndex, store_label
 from rag_bot.nodes import PaperQuery, scored_paper
-from rag_bot.retrieve import PaperRetriever
-from rag_bot.sentences import SentenceIndex
+from rag_bot.reading.corpus import ReadResult, scan_paths
+from rag_bot.retrieval.ground import Grounding, GroundingPostprocessor
+from rag_bot.retrieval.retrieve import PaperRetriever
 from rag_bot.settings import Settings
+from rag_bot.store.chroma import store_label
+from rag_bot.store.index import IngestReport, PaperIndex
+from rag_bot.store.sentences import SentenceIndex
 from rag_bot.types import Answer, Filters, Mode, Paper, Turn, final_answer
+from rag_bot.writing.compose import PaperSynthesizer, WriterUnavailable, detect_mode
+from rag_bot.writing.offline import OfflineComposer
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +59,7 @@ def clean_question(question: str | None) -> str:
 
 def default_writer(settings: Settings, sentences: SentenceIndex) -> PaperSynthesizer:
     """The writer the settings ask for: an LLM when `llm` (or `auto` with a key or base URL) says so."""
-    from rag_bot.llm import LLMComposer, uses_llm
+    from rag_bot.writing.llm import LLMComposer, uses_llm
 
     return LLMComposer(sentences, settings) if uses_llm(settings) else OfflineComposer(sentences, settings)
 
@@ -125,9 +127,9 @@ class Engine:
 
     @property
     def reranker(self) -> Any:
-        """The reranker stage (rag_bot/rerank.py) when RAG_BOT_RERANK_URL sets one, else None."""
+        """The reranker stage (rag_bot/retrieval/rerank.py) when RAG_BOT_RERANK_URL sets one, else None."""
         if self._reranker is None and self.settings.rerank_url:
-            from rag_bot.rerank import RerankPostprocessor
+            from rag_bot.retrieval.rerank import RerankPostprocessor
 
             self._reranker = RerankPostprocessor(settings=self.settings)
         return self._reranker
@@ -135,12 +137,12 @@ class Engine:
     @property
     def query_engine(self) -> RetrieverQueryEngine:
         """The llama-index query engine: retriever -> grounding postprocessor -> writer; with an LLM writer, its
-        relevance judge (rag_bot/judge.py) runs after grounding."""
+        relevance judge (rag_bot/writing/judge.py) runs after grounding."""
         if self._query_engine is None:
             from llama_index.core.postprocessor.types import BaseNodePostprocessor
 
-            from rag_bot.judge import RelevanceJudge
-            from rag_bot.llm import LLMComposer
+            from rag_bot.writing.judge import RelevanceJudge
+            from rag_bot.writing.llm import LLMComposer
 
             postprocessors: list[BaseNodePostprocessor] = [self.grounding]
             if self.reranker is not None:  # the reranker's order is what grounding weighs

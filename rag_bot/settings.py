@@ -135,14 +135,14 @@ class Settings(BaseSettings):
     )
     min_score: float = Field(
         0.30, ge=0.0, le=1.0, description="Least cosine similarity of a paper to the question for the LLM's relevance "
-        "step to add it (rag_bot/judge.py)."
+        "step to add it (rag_bot/writing/judge.py)."
     )
     answer_confidence: float | None = Field(
         None,
         ge=0.0,
         le=1.0,
         description="Least probability (0 to 1) that the best retrieved paper belongs to the answer for the bot to "
-        "answer; unset, the cut fitted with the relevance model (rag_bot/relevance_model.json, docs/eval.md).",
+        "answer; unset, the cut fitted with the relevance model (rag_bot/retrieval/relevance_model.json, docs/eval.md).",
     )
     # At most 10: the chat's "Papers to use" slider offers 1 to 10.
     answer_papers: int = Field(6, ge=1, le=10, description="Most papers an answer or summary cites.")
@@ -182,7 +182,7 @@ class Settings(BaseSettings):
     auth: str | None = Field(
         None, description="user:password (or a file of such lines) to require a login for the chat."
     )
-    # At most 2048: the corpus reader refuses files over 2 GB (rag_bot/corpus.py MAX_FILE_BYTES).
+    # At most 2048: the corpus reader refuses files over 2 GB (rag_bot/reading/files.py MAX_FILE_BYTES).
     max_upload_mb: int = Field(20, ge=1, le=2048, description="Largest corpus file the chat accepts for upload, in MB.")
     data: Path | None = Field(
         None, description="Folder of the saved conversations (RAG_BOT_DATA); default: the storage folder, or the "
@@ -326,7 +326,7 @@ def explain(exc: ValidationError) -> str:
             continue
         parts.append(f"{variable(name)}={shown(name, error.get('input'))} must be {allowed(name)}")
     label = "bad setting: " if len(parts) == 1 else "bad settings: "
-    return label + "; ".join(parts) + " (see README, Settings)"
+    return label + "; ".join(parts) + " (see docs/settings.md)"
 
 
 def get_settings(**overrides: object) -> Settings:

@@ -25,7 +25,7 @@ class Paper(BaseModel):
     authors: list[str] = Field(default_factory=list)
     url: str | None = None
     identifiers: dict[str, str] = Field(
-        default_factory=dict, description="doi, arxiv, openreview, s2: the ids other sources know it by (rag_bot/identity.py).")
+        default_factory=dict, description="doi, arxiv, openreview, s2: the ids other sources know it by (rag_bot/reading/identity.py).")
 
     @property
     def content_hash(self) -> str:

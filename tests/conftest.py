@@ -149,7 +149,7 @@ def llm_engine(engine, stub, seed_storage):
 @pytest.fixture(scope="module")
 def seed_list():
     """The seed papers as the reader gives them."""
-    from rag_bot.corpus import read_paths
+    from rag_bot.reading.corpus import read_paths
 
     return read_paths([SEEDS]).papers
 
@@ -157,8 +157,8 @@ def seed_list():
 @pytest.fixture(scope="module")
 def embedder():
     """One loaded model for the whole module (loading it is the slow part of opening an index)."""
-    from rag_bot.embedding import MiniLMEmbedding
     from rag_bot.settings import Settings
+    from rag_bot.store.embedding import MiniLMEmbedding
 
     defaults = Settings()
     return MiniLMEmbedding(max_tokens=defaults.max_tokens, embed_batch_size=defaults.embed_batch_size)

@@ -1,4 +1,4 @@
-"""The door of /v1 and /mcp (rag_bot/access.py): pure checks, then the chat's real server (`chat_server` under
+"""The door of /v1 and /mcp (rag_bot/surfaces/access.py): pure checks, then the chat's real server (`chat_server` under
 the uvicorn server `serve` runs) with logins and a key, driven by httpx, the `openai` package and MCP's client."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from rag_bot.access import Door, Sessions, allowed_hosts, host_name, is_loopback, open_routes
+from rag_bot.surfaces.access import Door, Sessions, allowed_hosts, host_name, is_loopback, open_routes
 from tests.conftest import free_port, serving
 
 RAG_BOT = str(Path(sys.executable).parent / "rag-bot")
@@ -64,8 +64,8 @@ def test_the_door_checks_host_origin_type_and_credentials() -> None:
 @pytest.fixture(scope="module")
 def chat(engine) -> Iterator[str]:
     """`serve`'s ASGI app with logins (ann, bob) and the key "k3y", on the uvicorn server `serve` runs."""
-    from rag_bot.access import http_server
-    from rag_bot.ui.app import build_app, chat_server
+    from rag_bot.surfaces.access import http_server
+    from rag_bot.surfaces.ui.app import build_app, chat_server
 
     settings = engine.settings.model_copy(update={"api_key": "k3y", "host": "127.0.0.1"})
     keyed = type(engine)(settings, index=engine.index, retriever=engine.retriever, sentences=engine.sentences)

@@ -41,7 +41,7 @@ def _serve(app: Any) -> tuple[str, Any, threading.Thread]:
 @pytest.fixture(scope="module")
 def servers(engine) -> Iterator[dict[str, str]]:
     """Two servers over the seed engine: one open, one that needs the bearer key."""
-    from rag_bot.api import create_api
+    from rag_bot.surfaces.api import create_api
 
     engine.retriever  # noqa: B018  (load before the first request)
     open_url, open_server, open_thread = _serve(create_api(engine))
@@ -158,7 +158,7 @@ def test_a_key_is_required_when_set(servers):
 def test_rag_bot_api_serves_alone(seed_storage: Path):
     port = free_port()
     env = {**os.environ, "RAG_BOT_STORAGE": str(seed_storage), "RAG_BOT_LLM": "offline"}
-    proc = subprocess.Popen([sys.executable, "-m", "rag_bot.cli", "api", "--port", str(port)], env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "rag_bot.surfaces.cli", "api", "--port", str(port)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="unused", max_retries=0)
@@ -246,9 +246,9 @@ def _ask_both(client: openai.OpenAI, question: str) -> tuple[Any, str, dict[str,
 
 @pytest.fixture(scope="module")
 def hostile_client(tmp_path_factory) -> Iterator[openai.OpenAI]:
-    from rag_bot.api import create_api
     from rag_bot.engine import Engine
     from rag_bot.settings import Settings
+    from rag_bot.surfaces.api import create_api
 
     engine = Engine(Settings(storage=hostile_storage(tmp_path_factory.mktemp("hostile"))))
     url, server, thread = _serve(create_api(engine))
@@ -272,7 +272,7 @@ def test_a_hostile_abstract_comes_back_neutralised_streamed_or_not(hostile_clien
 
 
 def test_an_llm_answer_with_an_image_is_neutralised(llm_engine, stub):
-    from rag_bot.api import create_api
+    from rag_bot.surfaces.api import create_api
     from tests.openai_stub import Reply
 
     # Written by the model, streamed to rag-bot in 3-character pieces: each construct arrives split.
@@ -298,7 +298,7 @@ def test_usage_counts_word_pieces_unstreamed_and_streamed_on_request(client, fir
     choices when `stream_options.include_usage` asks for it; both validate as the openai package's types."""
     from tokenizers import Tokenizer
 
-    from rag_bot.embedding import model_files
+    from rag_bot.store.embedding import model_files
 
     tokenizer = Tokenizer.from_file(str(model_files()[1]))
     tokenizer.no_truncation()

@@ -181,7 +181,7 @@ def test_ingest_warns_with_file_and_line_and_keeps_good_records(run, tmp_path):
 def test_ask_prints_answer_and_sources_without_importing_gradio(run, engine):
     code = (
         "import sys\n"
-        "from rag_bot.cli import main\n"
+        "from rag_bot.surfaces.cli import main\n"
         "rc = main(['ask', 'how', 'does', 'capkv', 'work'])\n"
         "print('@@', rc, sorted(m for m in sys.modules if m.split('.')[0] == 'gradio'))\n"
     )
@@ -271,7 +271,7 @@ def test_batch_skips_a_line_with_invalid_utf8_and_answers_the_others(run, seed_s
 def test_unexpected_error_is_one_line_and_the_traceback_goes_to_debug_logging(run):
     code = (
         "import os, sys\n"
-        "from rag_bot import cli\n"
+        "from rag_bot.surfaces import cli\n"
         "from rag_bot.engine import Engine\n"
         "def boom(self): raise RuntimeError('boom')\n"
         "Engine.stats = boom\n"
@@ -321,7 +321,7 @@ def test_a_bad_setting_stops_every_command_with_one_line_naming_it(seed_storage,
                           stdin=subprocess.DEVNULL)
     assert proc.returncode == 2, proc.stderr
     [line] = proc.stderr.splitlines()
-    assert line.startswith(f"rag-bot: bad setting: {named}") and line.endswith("(see README, Settings)"), line
+    assert line.startswith(f"rag-bot: bad setting: {named}") and line.endswith("(see docs/settings.md)"), line
 
 
 def test_a_bad_url_setting_masks_its_credentials(seed_storage, tmp_path):
@@ -418,8 +418,8 @@ def _copy_store(seed_storage: Path, tmp_path: Path) -> Path:
 
 
 def test_a_paper_whose_metadata_cannot_be_read_is_skipped_and_doctor_names_it(run, engine, seed_storage, tmp_path):
-    from rag_bot.index import PaperIndex
     from rag_bot.settings import Settings
+    from rag_bot.store.index import PaperIndex
 
     store = _copy_store(seed_storage, tmp_path)
     kept = paper_with(engine, "CorrSteer")
@@ -439,8 +439,8 @@ def test_a_paper_whose_metadata_cannot_be_read_is_skipped_and_doctor_names_it(ru
 
 
 def test_doctor_finds_vectors_of_another_dimension(run, engine, tmp_path):
-    from rag_bot.index import PaperIndex
     from rag_bot.settings import Settings
+    from rag_bot.store.index import PaperIndex
 
     store = tmp_path / "store"
     index = PaperIndex(Settings(storage=store))

@@ -30,7 +30,7 @@ def llm_home(engine, tmp_path_factory: pytest.TempPathFactory):
     """An `llm` configuration naming rag-bot's API as an OpenAI-compatible model, with the API serving."""
     if not LLM.exists():
         pytest.skip(f"{LLM} is not installed (make install sets it up)")
-    from rag_bot.api import create_api
+    from rag_bot.surfaces.api import create_api
 
     home = tmp_path_factory.mktemp("llm-home")
     with serving(create_api(engine)) as base:

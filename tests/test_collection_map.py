@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rag_bot.collection_map import build_map, choose_k, kmeans, project_2d
+from rag_bot.surfaces.collection_map import build_map, choose_k, kmeans, project_2d
 from rag_bot.types import Paper
 
 SEEDS = Path(__file__).resolve().parent.parent / "seeds"
@@ -17,7 +17,7 @@ SEEDS = Path(__file__).resolve().parent.parent / "seeds"
 
 @pytest.fixture(scope="module")
 def seed_list_small() -> list[Paper]:
-    from rag_bot.corpus import read_paths
+    from rag_bot.reading.corpus import read_paths
 
     return read_paths([SEEDS]).papers
 
@@ -69,10 +69,10 @@ def test_tiny_collections_still_map() -> None:
 def test_the_map_of_a_store_is_saved_and_recomputed_when_the_collection_changes(tmp_path, seed_list_small) -> None:
     """`map_of`: computed once per collection state and saved beside the store; a start reads it back (the same
     map); an ingest changes the state, and the map is computed again with the new paper."""
-    from rag_bot.collection_map import cached_map, map_of
-    from rag_bot.embedding import MiniLMEmbedding
-    from rag_bot.index import PaperIndex
     from rag_bot.settings import Settings
+    from rag_bot.store.embedding import MiniLMEmbedding
+    from rag_bot.store.index import PaperIndex
+    from rag_bot.surfaces.collection_map import cached_map, map_of
 
     embedder = MiniLMEmbedding()
     index = PaperIndex(Settings(storage=tmp_path), embedder=embedder)
@@ -95,7 +95,7 @@ def test_the_map_of_a_store_is_saved_and_recomputed_when_the_collection_changes(
 
 
 def test_large_collections_are_clustered_on_a_sample_and_every_paper_assigned(monkeypatch) -> None:
-    import rag_bot.collection_map as cmap_module
+    import rag_bot.surfaces.collection_map as cmap_module
 
     monkeypatch.setattr(cmap_module, "FIT_SAMPLE", 20)
     rng = np.random.default_rng(5)
@@ -113,12 +113,12 @@ def test_a_saved_map_of_an_older_format_is_computed_again(tmp_path, seed_list_sm
     save removed."""
     import json
 
-    import rag_bot.collection_map as cmap_module
-    from rag_bot.collection_map import MAP_FORMAT, cached_map, map_of
-    from rag_bot.embedding import MiniLMEmbedding
-    from rag_bot.index import PaperIndex
-    from rag_bot.lexicon import state_key
+    import rag_bot.surfaces.collection_map as cmap_module
+    from rag_bot.retrieval.lexicon import state_key
     from rag_bot.settings import Settings
+    from rag_bot.store.embedding import MiniLMEmbedding
+    from rag_bot.store.index import PaperIndex
+    from rag_bot.surfaces.collection_map import MAP_FORMAT, cached_map, map_of
 
     index = PaperIndex(Settings(storage=tmp_path), embedder=MiniLMEmbedding())
     index.ingest(seed_list_small[:6])
@@ -145,8 +145,8 @@ def test_a_saved_map_of_an_older_format_is_computed_again(tmp_path, seed_list_sm
 
 
 def test_the_plotted_sample_is_bounded_spread_and_keeps_the_cited_papers(engine) -> None:
-    from rag_bot.ui.map import map_svg
-    from rag_bot.ui.render import map_label, map_legend
+    from rag_bot.surfaces.ui.map import map_svg
+    from rag_bot.surfaces.ui.render import map_label, map_legend
 
     papers = engine.index.all_papers()
     cmap = build_map(papers, engine.index.paper_vectors([p.doc_id for p in papers]))
@@ -171,7 +171,7 @@ def test_the_drawn_map_names_its_topics_where_they_are_and_titles_every_point(en
     hover) and id (opened on click), titles are escaped, and nothing draws an axis."""
     import html
 
-    from rag_bot.ui.map import _scaled, map_svg, topic_name
+    from rag_bot.surfaces.ui.map import _scaled, map_svg, topic_name
 
     papers = engine.index.all_papers()
     cmap = build_map(papers, engine.index.paper_vectors([p.doc_id for p in papers]))

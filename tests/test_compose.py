@@ -7,9 +7,9 @@ from functools import lru_cache
 
 import pytest
 
-from rag_bot.compose import detect_mode
-from rag_bot.quotes import quoted
 from rag_bot.text import clean_markup, split_sentences
+from rag_bot.writing.compose import detect_mode
+from rag_bot.writing.quotes import quoted
 from tests.conftest import paper_with
 
 CITE = re.compile(r"\[(\d+)\]")
@@ -38,7 +38,7 @@ def assert_citations_consistent(engine, answer) -> None:
 
 
 def quoted_from(engine, citation) -> tuple[str, str] | None:
-    """The (sentence, sentence before it) a citation's quote was made from (rag_bot/quotes.py `quoted`), or None."""
+    """The (sentence, sentence before it) a citation's quote was made from (rag_bot/writing/quotes.py `quoted`), or None."""
     sentences = engine.sentences.of(engine.papers[citation.doc_id])[0]
     for i, sentence in enumerate(sentences):
         before = sentences[i - 1] if i else ""
@@ -341,7 +341,7 @@ def test_questions_whose_papers_all_fall_below_min_score_get_an_answer_not_a_cra
 def test_theme_headings_are_short_phrases_drawn_from_the_cited_papers(engine, ask, question):
     answer = ask(question, "summary")
     headings = re.findall(r"^\*\*([^*]+)\*\*$", answer.answer, flags=re.MULTILINE)
-    # Headings are optional (none rather than a weak one, rag_bot/themes.py); the opening says whether there are.
+    # Headings are optional (none rather than a weak one, rag_bot/writing/themes.py); the opening says whether there are.
     assert ("grouped by theme" in answer.answer.split("\n")[0]) == bool(set(headings) - {"Also on this topic"})
     texts = " ".join(re.sub(r"[()]", "", clean_markup(engine.papers[c.doc_id].text).lower())
                      for c in answer.citations)
@@ -395,7 +395,7 @@ def test_what_the_collection_lacks_of_a_question_is_said_first(ask, question, op
 
 
 def test_answerable_dev_questions_are_rarely_told_that_something_is_missing(engine):
-    from rag_bot.evaluate import DEFAULT_SET, load_questions
+    from rag_bot.evaluation.evaluate import DEFAULT_SET, load_questions
 
     told = []
     for q in load_questions(DEFAULT_SET):
@@ -406,7 +406,7 @@ def test_answerable_dev_questions_are_rarely_told_that_something_is_missing(engi
 
 
 def test_a_bold_heading_is_not_a_claim_of_the_paper_it_names():
-    from rag_bot.citations import claims_by_marker
+    from rag_bot.writing.citations import claims_by_marker
 
     text = ("**OServe: LLM serving system with heterogeneous and flexible model deployment** [1]: OServe improves "
             "performance by up to 2x. [1]\n\n**Theme**\n- **TIE: Tail Inflated Expectation**: We argue that a point "
@@ -428,7 +428,7 @@ def test_a_bold_heading_is_not_a_claim_of_the_paper_it_names():
 def test_offline_claims_are_checked_against_the_abstract_sentences_they_quote(engine, ask, question, mode):
     """The offline writer's claims are sentences of the abstracts it cites: their support is checked with the
     vectors those sentences already have, so checking an answer embeds nothing."""
-    from rag_bot.citations import support_scores
+    from rag_bot.writing.citations import support_scores
 
     def no_embedding(texts):
         raise AssertionError(f"embedded again: {texts}")

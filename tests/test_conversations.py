@@ -6,7 +6,7 @@ import logging
 import threading
 from pathlib import Path
 
-from rag_bot.conversations import FILE_NAME, Conversations, title_of
+from rag_bot.store.conversations import FILE_NAME, Conversations, title_of
 from rag_bot.types import Answer, Citation
 
 
@@ -93,7 +93,7 @@ def test_unknown_or_odd_ids_give_none_never_an_exception(tmp_path: Path) -> None
 def test_a_garbage_file_turns_saving_off_with_one_warning(tmp_path: Path, caplog) -> None:
     (tmp_path / FILE_NAME).write_bytes(b"this is not a database" * 100)
     store = Conversations(tmp_path)
-    with caplog.at_level(logging.WARNING, logger="rag_bot.conversations"):
+    with caplog.at_level(logging.WARNING, logger="rag_bot.store.conversations"):
         assert store.create("", "q") is None
         assert store.recent("") == [] and store.load("x", "") is None and store.shared("x") is None
         assert store.delete("x", "") is False

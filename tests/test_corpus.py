@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_bot.corpus import read_file, read_paths
+from rag_bot.reading.corpus import read_file, read_paths
 
 SEEDS = Path(__file__).resolve().parent.parent / "seeds"
 FILE_A = "000_9ecb01dab6d44e76"
@@ -368,9 +368,9 @@ def test_only_regular_files_are_read(tmp_path: Path) -> None:
 
 
 def test_files_over_the_size_limit_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import rag_bot.corpus as corpus
+    import rag_bot.reading.files as files
 
-    monkeypatch.setattr(corpus, "MAX_FILE_BYTES", 2**20)
+    monkeypatch.setattr(files, "MAX_FILE_BYTES", 2**20)
     big = tmp_path / "big.txt"
     big.write_text(_seed_text(_abstract(1)) + "x" * 2**21)
     packed = tmp_path / "bomb.jsonl.gz"
@@ -526,7 +526,7 @@ def test_a_path_the_system_refuses_is_a_problem_not_a_crash(tmp_path: Path) -> N
 def test_a_scan_holds_no_paper_and_streams_the_same_papers_and_problems(tmp_path: Path) -> None:
     """What an ingest reads (`scan_paths`): the problems and the count first, then the same papers as `read_paths`
     when iterated, read again from the files (CR, CRLF and LF line endings alike, gzipped or not)."""
-    from rag_bot.corpus import PaperStream, scan_paths
+    from rag_bot.reading.corpus import PaperStream, scan_paths
 
     lines = [json.dumps({"id": f"s-{n}", "title": f"Streamed {n}", "abstract": _abstract(n)}) for n in range(5)]
     lines[2] = '{"id": "broken", '

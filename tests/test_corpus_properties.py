@@ -12,7 +12,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rag_bot.corpus import read_file, read_paths
+from rag_bot.reading.corpus import read_file, read_paths
 from rag_bot.types import Paper, Problem
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

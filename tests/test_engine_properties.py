@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rag_bot.evaluate import citation_integrity
+from rag_bot.evaluation.evaluate import citation_integrity
 from rag_bot.text import clean_markup
 from rag_bot.types import Answer
 

@@ -1,4 +1,4 @@
-"""rag_bot.evaluate on scripted answers: the rank metrics, set recall, refusals and the output keys."""
+"""rag_bot.evaluation.evaluate on scripted answers: the rank metrics, set recall, refusals and the output keys."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from rag_bot.evaluate import Question, citation_integrity, evaluate, format_table
+from rag_bot.evaluation.evaluate import Question, citation_integrity, evaluate, format_table
 from rag_bot.types import Answer, Citation
 
 KEYS = ["questions", "R@1", "R@5", "MRR@10", "summary/compare recall", "topic precision", "refusal accuracy", "false refusals",

@@ -1,4 +1,4 @@
-"""The grounding stage (rag_bot/ground.py) and its fitted relevance decision (rag_bot/relevance.py): decisions on
+"""The grounding stage (rag_bot/retrieval/ground.py) and its fitted relevance decision (rag_bot/retrieval/relevance.py): decisions on
 hand-made rankings and probabilities, no store."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rag_bot import relevance
-from rag_bot.ground import ASK_PAPERS, COMPARE_PAPERS, ground, missing_part
-from rag_bot.relevance import FEATURES, RelevanceModel, Topic, Weights, signals
+from rag_bot.retrieval import relevance
+from rag_bot.retrieval.ground import ASK_PAPERS, COMPARE_PAPERS, ground, missing_part
+from rag_bot.retrieval.relevance import FEATURES, RelevanceModel, Topic, Weights, signals
 from rag_bot.types import Paper, ScoredPaper
 
 # A model whose probability is the similarity itself (one weight on a logit scale), with round cuts: the tests
@@ -148,8 +148,7 @@ def test_signals_measure_each_paper_against_the_topic_and_the_others():
     papers = [paper("p0", "Sparse autoencoders find features.", similarity=0.7),
               paper("p1", "Reward models for dialogue.", similarity=0.5)]
     papers[0].coverage = 1.0
-    from rag_bot.text import topic_words
-
+    from rag_bot.topics import topic_words
     topic = Topic(vector=unit(1, 0), words=[s for _, s in topic_words("sparse autoencoders")])
     rows = signals(papers, topic, lambda p: np.stack([close if p.doc_id == "p0" else far]))
     col = {name: i for i, name in enumerate(FEATURES)}
@@ -163,8 +162,7 @@ def test_signals_measure_each_paper_against_the_topic_and_the_others():
 
 def test_signals_of_a_join_take_the_part_a_paper_holds_least():
     both, one = unit(1, 1, 0), unit(1, 0, 0)
-    from rag_bot.text import word_stems
-
+    from rag_bot.topics import word_stems
     topic = Topic(vector=unit(1, 1, 0), concepts=[(frozenset(word_stems("sparse")), unit(1, 0, 0)),
                                                   (frozenset(word_stems("vision")), unit(0, 1, 0))])
     papers = [paper("p0", "sparse vision"), paper("p1", "sparse only")]

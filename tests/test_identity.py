@@ -1,4 +1,4 @@
-"""One paper, one record (rag_bot/identity.py, and the store's ingest): the same paper from a reference manager,
+"""One paper, one record (rag_bot/reading/identity.py, and the store's ingest): the same paper from a reference manager,
 arXiv, Semantic Scholar and OpenReview is stored once, under its first id, with what each source adds."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import bibtexparser
 import pytest
 from bibtexparser.model import Entry, Field
 
-from rag_bot import identity
 from rag_bot.engine import Engine
+from rag_bot.reading import identity
 from rag_bot.settings import Settings
 from tests.test_readers import ABSTRACT, OTHER, _atom
 

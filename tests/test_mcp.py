@@ -30,7 +30,7 @@ async def _session_calls(storage: Path) -> dict[str, Any]:
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "rag_bot.mcp_server"],
+        command=sys.executable, args=["-m", "rag_bot.surfaces.cli", "mcp"],
         env={**os.environ, "RAG_BOT_STORAGE": str(storage), "RAG_BOT_LLM": "offline"},
     )
     out: dict[str, Any] = {}
@@ -123,8 +123,8 @@ def test_api_and_mcp_mount_beside_the_chat(engine):
     import openai
     from fastapi import FastAPI
 
-    from rag_bot.api import mount_api
-    from rag_bot.mcp_server import mount_mcp
+    from rag_bot.surfaces.api import mount_api
+    from rag_bot.surfaces.mcp_server import mount_mcp
 
     with gr.Blocks() as blocks:
         gr.Markdown("chat")
@@ -168,8 +168,8 @@ def test_mcp_returns_a_hostile_abstract_neutralised(tmp_path):
     from fastapi import FastAPI
 
     from rag_bot.engine import Engine
-    from rag_bot.mcp_server import mount_mcp
     from rag_bot.settings import Settings
+    from rag_bot.surfaces.mcp_server import mount_mcp
     from tests.test_api import active, hostile_storage
 
     engine = Engine(Settings(storage=hostile_storage(tmp_path)))

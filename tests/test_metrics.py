@@ -1,4 +1,4 @@
-"""rag_bot.metrics on small hand-made rankings whose values are known."""
+"""rag_bot.evaluation.metrics on small hand-made rankings whose values are known."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from rag_bot import metrics
+from rag_bot.evaluation import metrics
 
 
 def test_ndcg_is_one_for_the_ideal_ranking_and_zero_without_hits() -> None:

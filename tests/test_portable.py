@@ -16,12 +16,12 @@ import pytest
 from chromadb.api.models.Collection import Collection
 from chromadb.config import Settings as ChromaSettings
 
-from rag_bot import portable
-from rag_bot.cli import main
 from rag_bot.engine import Engine
-from rag_bot.index import PaperIndex
-from rag_bot.portable import export_collection, import_collection
 from rag_bot.settings import Settings
+from rag_bot.store import portable
+from rag_bot.store.index import PaperIndex
+from rag_bot.store.portable import export_collection, import_collection
+from rag_bot.surfaces.cli import main
 from tests.test_index import chroma_server  # noqa: F401 - the real `chroma run` fixture
 
 QUESTION = "What does CorrSteer gain on HarmBench?"

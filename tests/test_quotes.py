@@ -1,10 +1,10 @@
-"""Quotes that read on their own (rag_bot/quotes.py): lead-ins dropped, the rest kept verbatim."""
+"""Quotes that read on their own (rag_bot/writing/quotes.py): lead-ins dropped, the rest kept verbatim."""
 
 from __future__ import annotations
 
 import pytest
 
-from rag_bot.quotes import clean_quote, quoted, reads_alone
+from rag_bot.writing.quotes import clean_quote, quoted, reads_alone
 
 
 @pytest.mark.parametrize(("sentence", "expected"), [

@@ -1,4 +1,4 @@
-"""Reference-manager and paper-site files (rag_bot/readers/), written by the libraries the tools use: bibtexparser,
+"""Reference-manager and paper-site files (rag_bot/reading/formats/), written by the libraries the tools use: bibtexparser,
 rispy, pandoc (CSL-JSON, as Zotero writes it), the standard library's XML writer (arXiv's Atom feed) and JSON for
 the sites whose files are their API's JSON (arXiv's OAI snapshot, OpenReview, Semantic Scholar)."""
 
@@ -12,7 +12,7 @@ import bibtexparser
 import rispy
 from bibtexparser.model import Entry, Field
 
-from rag_bot.corpus import read_file, read_paths
+from rag_bot.reading.corpus import read_file, read_paths
 
 ABSTRACT = ("We study sparse attention for long documents and show that a learned routing of tokens halves the "
             "memory of the key-value cache while keeping perplexity within one percent of dense attention.")

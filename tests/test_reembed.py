@@ -1,4 +1,4 @@
-"""Moving a collection to another embedding model (rag_bot/reembed.py, `rag-bot ingest --reembed`), against the
+"""Moving a collection to another embedding model (rag_bot/store/reembed.py, `rag-bot ingest --reembed`), against the
 stand-in embeddings server of tests/test_remote_embedding.py (it computes the shipped model's vectors)."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-import rag_bot.index as index_module
+import rag_bot.store.index as index_module
 from rag_bot.engine import Engine
 from rag_bot.errors import StoreError
-from rag_bot.reembed import reembed, staging_name
 from rag_bot.settings import Settings
+from rag_bot.store.reembed import reembed, staging_name
 from tests.test_remote_embedding import StandIn, embeddings_server, remote
 
 QUESTION = "What does CorrSteer gain on HarmBench?"
@@ -63,13 +63,13 @@ def test_the_command_moves_the_collection_with_progress(stand_in, seed_storage, 
     shutil.copytree(seed_storage, storage)
     env = {**os.environ, "RAG_BOT_STORAGE": str(storage), "RAG_BOT_EMBED_URL": url,
            "RAG_BOT_EMBED_MODEL": "minilm-stand-in", "RAG_BOT_LLM": "offline"}
-    done = subprocess.run([sys.executable, "-m", "rag_bot.cli", "ingest", "--reembed"], env=env,
+    done = subprocess.run([sys.executable, "-m", "rag_bot.surfaces.cli", "ingest", "--reembed"], env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "38 papers" in done.stdout and "Re-embedding" in done.stderr
-    asked = subprocess.run([sys.executable, "-m", "rag_bot.cli", "ask", QUESTION], env=env,
+    asked = subprocess.run([sys.executable, "-m", "rag_bot.surfaces.cli", "ask", QUESTION], env=env,
                            capture_output=True, text=True, timeout=300)
     assert asked.returncode == 0 and "CorrSteer" in asked.stdout
-    again = subprocess.run([sys.executable, "-m", "rag_bot.cli", "ingest", "--reembed", "seeds"], env=env,
+    again = subprocess.run([sys.executable, "-m", "rag_bot.surfaces.cli", "ingest", "--reembed", "seeds"], env=env,
                            capture_output=True, text=True, timeout=300)
     assert again.returncode == 2 and "--reembed reads the papers from the store" in again.stderr

@@ -1,4 +1,4 @@
-"""Citable references (rag_bot/references.py): BibTeX, RIS and CSL-JSON that real parsers read back."""
+"""Citable references (rag_bot/writing/references.py): BibTeX, RIS and CSL-JSON that real parsers read back."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import bibtexparser
 import pytest
 import rispy
 
-from rag_bot.references import citation_keys, cited_papers, export, to_csl
 from rag_bot.types import Answer, Citation, Paper
+from rag_bot.writing.references import citation_keys, cited_papers, export, to_csl
 
 PAPERS = [
     Paper(doc_id="icml#1", title="CorrSteer: steering with {correlated} features & 100% more_fun", text="We propose "

@@ -1,4 +1,4 @@
-"""Embeddings through an OpenAI-compatible `/v1/embeddings` server (rag_bot/remote_embedding.py).
+"""Embeddings through an OpenAI-compatible `/v1/embeddings` server (rag_bot/store/remote_embedding.py).
 
 The server here is a STAND-IN for OpenAI, Ollama, vLLM or text-embeddings-inference: a real HTTP server on
 loopback speaking that API, computing real vectors with the shipped MiniLM, so retrieval through it can be held
@@ -16,7 +16,7 @@ import pytest
 
 from rag_bot.engine import Engine
 from rag_bot.errors import StoreError
-from rag_bot.evaluate import DEFAULT_SET, load_questions
+from rag_bot.evaluation.evaluate import DEFAULT_SET, load_questions
 from rag_bot.settings import Settings
 from tests.conftest import SEEDS, json_stand_in
 
@@ -25,7 +25,7 @@ class StandIn:
     """State of the stand-in server: its mode and the texts it was asked to embed."""
 
     def __init__(self) -> None:
-        from rag_bot.embedding import MiniLMEmbedding
+        from rag_bot.store.embedding import MiniLMEmbedding
 
         self.model = MiniLMEmbedding()
         self.mode = "ok"
@@ -87,7 +87,7 @@ def test_retrieval_through_the_server_ranks_the_dev_set_as_the_built_in_model(st
     answer = through.ask("What does CorrSteer gain on HarmBench?")
     assert answer.answer == engine.ask("What does CorrSteer gain on HarmBench?").answer
     # The dev set's figures, end to end (grounding, refusals, facts, citations), are the built-in path's.
-    from rag_bot.evaluate import evaluate
+    from rag_bot.evaluation.evaluate import evaluate
 
     figures = ("R@1", "R@5", "MRR@10", "summary/compare recall", "refusal accuracy", "false refusals",
                "fact accuracy", "citation integrity")

@@ -1,4 +1,4 @@
-"""The reranker stage (rag_bot/rerank.py) against a STAND-IN rerank server: a real HTTP server on loopback speaking
+"""The reranker stage (rag_bot/retrieval/rerank.py) against a STAND-IN rerank server: a real HTTP server on loopback speaking
 the Cohere/Jina `/v1/rerank` shape or text-embeddings-inference's `/rerank`, scoring each document by its cosine
 similarity to the query under the shipped MiniLM (a real score, so the expected order can be computed here)."""
 
@@ -11,11 +11,11 @@ from contextlib import contextmanager
 import numpy as np
 import pytest
 
-from rag_bot.embedding import MiniLMEmbedding
 from rag_bot.engine import Engine
 from rag_bot.nodes import scored_paper
-from rag_bot.rerank import DOCUMENT_CHARS
+from rag_bot.retrieval.rerank import DOCUMENT_CHARS
 from rag_bot.settings import Settings
+from rag_bot.store.embedding import MiniLMEmbedding
 from rag_bot.text import clean_markup
 from tests.conftest import json_stand_in
 
@@ -96,11 +96,11 @@ def test_a_failing_reranker_keeps_the_retrieval_order_and_says_so_once(seed_stor
     try:
         plain = Engine(Settings(storage=seed_storage))
         reranked = Engine(Settings(storage=seed_storage, rerank_url=url))
-        with caplog.at_level(logging.WARNING, logger="rag_bot.rerank"):
+        with caplog.at_level(logging.WARNING, logger="rag_bot.retrieval.rerank"):
             first = reranked.ask(QUESTION)
             reranked.ask(QUESTION + " ")
         assert first.answer == plain.ask(QUESTION).answer
-        warnings = [r.getMessage() for r in caplog.records if r.name == "rag_bot.rerank"]
+        warnings = [r.getMessage() for r in caplog.records if r.name == "rag_bot.retrieval.rerank"]
         assert len(warnings) == 1 and "HTTP 503" in warnings[0] and "retrieval order" in warnings[0]
     finally:
         scorer.shape = "cohere"
@@ -109,9 +109,9 @@ def test_a_failing_reranker_keeps_the_retrieval_order_and_says_so_once(seed_stor
 def test_with_an_llm_the_reranker_comes_first_and_the_judge_last(scorer_url, llm_engine, stub):
     """One decision in three steps: the reranker orders the candidates, grounding decides from them (the order is
     one of its signals), and the LLM's relevance judge reviews what grounding chose."""
-    from rag_bot.ground import GroundingPostprocessor
-    from rag_bot.judge import RelevanceJudge
-    from rag_bot.rerank import RerankPostprocessor
+    from rag_bot.retrieval.ground import GroundingPostprocessor
+    from rag_bot.retrieval.rerank import RerankPostprocessor
+    from rag_bot.writing.judge import RelevanceJudge
     from tests.openai_stub import Reply, user_prompt
 
     scorer, url = scorer_url

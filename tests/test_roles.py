@@ -1,4 +1,4 @@
-"""The sentence-role classifier (rag_bot/roles.py), on the labelled sentences of the seeds."""
+"""The sentence-role classifier (rag_bot/writing/roles.py), on the labelled sentences of the seeds."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rag_bot.roles import ROLES, role_signals, sentence_roles
+from rag_bot.writing.roles import ROLES, role_signals, sentence_roles
 
 LABELS = Path(__file__).resolve().parent.parent / "bench" / "data" / "sentence_roles.jsonl"
 

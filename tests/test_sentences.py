@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rag_bot.embedding import MiniLMEmbedding
 from rag_bot.engine import Engine
-from rag_bot.index import SENTENCES_SUFFIX, PaperIndex
-from rag_bot.sentences import SentenceIndex, paper_sentences
 from rag_bot.settings import Settings
+from rag_bot.store.embedding import MiniLMEmbedding
+from rag_bot.store.index import SENTENCES_SUFFIX, PaperIndex
+from rag_bot.store.sentences import SentenceIndex, paper_sentences
 
 QUESTIONS = (
     "How does CorrSteer select features for steering?",
@@ -161,7 +161,7 @@ def test_a_failing_sentence_store_only_costs_time(
 
     monkeypatch.setattr(sentences.store, "_open", broken)
     paper = papers_of(index, 1)[0]
-    with caplog.at_level(logging.WARNING, logger="rag_bot.sentences"):
+    with caplog.at_level(logging.WARNING, logger="rag_bot.store.sentences"):
         got, vectors = sentences.of(paper)
     assert got == paper_sentences(paper) and vectors.shape == (len(got), 384)
     assert "could not be read" in caplog.text
@@ -182,7 +182,7 @@ def test_pruned_papers_leave_no_sentence_vectors_behind(index: PaperIndex) -> No
 
 
 def test_a_bracketed_number_in_an_abstract_is_not_an_answer_citation():
-    from rag_bot.sentences import paper_sentences
+    from rag_bot.store.sentences import paper_sentences
     from rag_bot.types import Paper
 
     paper = Paper(doc_id="d", title="t", source="s", text="The method of Silver et al. [2014] works. We extend [3, 4].")

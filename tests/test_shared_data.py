@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_bot.corpus import read_file
+from rag_bot.reading.corpus import read_file
 from tests.conftest import SHARED
 
 ML_ABSTRACTS = SHARED / "data" / "ml_abstracts.jsonl.gz"

@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 from chromadb.api.models.Collection import Collection
 
-import rag_bot.index as index_module
-from rag_bot.cli import main
+import rag_bot.store.index as index_module
 from rag_bot.engine import Engine
 from rag_bot.errors import StoreError
-from rag_bot.index import PaperIndex, store_label
 from rag_bot.settings import Settings
+from rag_bot.store.chroma import store_label
+from rag_bot.store.index import PaperIndex
+from rag_bot.surfaces.cli import main
 
 from .conftest import SEEDS
 
@@ -94,7 +95,7 @@ _FILL_THE_DISK = """
 import resource, signal, sys
 from pathlib import Path
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-from rag_bot.cli import main
+from rag_bot.surfaces.cli import main
 storage = Path(sys.argv[1])
 limit = (storage / "chroma.sqlite3").stat().st_size + int(sys.argv[2])
 resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))  # writes past it fail: a full disk
@@ -371,10 +372,10 @@ def test_a_chroma_server_killed_under_serve_is_the_store_message_in_the_chat_and
     import gradio as gr
     import httpx
 
-    from rag_bot.api import create_api
-    from rag_bot.ui.base import Library, Shared
-    from rag_bot.ui.chat import ChatPanel
-    from rag_bot.ui.sources import SourcesPanel
+    from rag_bot.surfaces.api import create_api
+    from rag_bot.surfaces.ui.base import Library, Shared
+    from rag_bot.surfaces.ui.chat import ChatPanel
+    from rag_bot.surfaces.ui.sources import SourcesPanel
 
     from .test_api import _serve
 

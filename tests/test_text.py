@@ -78,7 +78,7 @@ def test_find_links_strips_trailing_punctuation() -> None:
 def test_no_seed_title_is_a_cut_off_sentence():
     from pathlib import Path
 
-    from rag_bot.corpus import read_paths
+    from rag_bot.reading.corpus import read_paths
 
     papers = read_paths([Path(__file__).resolve().parent.parent / "seeds"]).papers
     assert len(papers) == 38
@@ -103,8 +103,7 @@ def test_derived_titles_name_the_contribution():
 
 
 def test_topic_acronyms_and_what_they_stand_for():
-    from rag_bot.text import holds_acronym, topic_acronyms
-
+    from rag_bot.topics import holds_acronym, topic_acronyms
     assert topic_acronyms("quantizing or compressing LLM weights") == ["LLM"]
     assert topic_acronyms("KV cache eviction in LLMs") == ["KV", "LLM"]
     assert topic_acronyms("evaluating language models") == []
@@ -116,8 +115,7 @@ def test_topic_acronyms_and_what_they_stand_for():
 
 
 def test_a_questions_concepts_are_named_as_noun_phrases():
-    from rag_bot.text import question_concepts
-
+    from rag_bot.topics import question_concepts
     def names(topic: str) -> list[str]:
         return [name for name, _, _ in question_concepts(topic)]
 

@@ -1,11 +1,11 @@
-"""Theme headings (rag_bot/themes.py): every paper under a heading names it; no heading rather than a weak one."""
+"""Theme headings (rag_bot/writing/themes.py): every paper under a heading names it; no heading rather than a weak one."""
 
 from __future__ import annotations
 
 import re
 
-import rag_bot.themes as themes
-from rag_bot.compose import OfflineComposer
+import rag_bot.writing.themes as themes
+from rag_bot.writing.offline import OfflineComposer
 
 SUMMARIES = ["Summarize the work on LLM inference serving", "Summarize the work on federated fine-tuning",
              "Give me an overview of the papers on steering language models", "Summarize the work on quantization"]
@@ -25,8 +25,8 @@ def blocks(answer: str) -> list[tuple[str, list[str]]]:
 def test_every_paper_under_a_heading_names_it_in_its_title_or_what_it_does(engine, monkeypatch):
     """With the fitted cut at 0 every group is headed by its likeliest candidate: a phrase each of its papers names
     in its title or in its method and problem sentences."""
-    from rag_bot.roles import sentence_roles
     from rag_bot.text import clean_markup
+    from rag_bot.writing.roles import sentence_roles
 
     model = dict(themes._model())
     monkeypatch.setattr(themes, "_model", lambda: {**model, "cut": 0.0})

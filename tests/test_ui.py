@@ -17,9 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from rag_bot.types import Answer, Citation, Paper, Turn
-from rag_bot.ui import auth_pairs, check_upload
-from rag_bot.ui.render import (
+from rag_bot.surfaces.ui import auth_pairs, check_upload
+from rag_bot.surfaces.ui.render import (
     answer_html,
     answer_markdown,
     answer_message,
@@ -39,6 +38,7 @@ from rag_bot.ui.render import (
     table_caption,
     upload_summary,
 )
+from rag_bot.types import Answer, Citation, Paper, Turn
 from tests.conftest import free_port, paper_with, serving
 
 RAG_BOT = str(Path(sys.executable).parent / "rag-bot")
@@ -127,8 +127,8 @@ def test_uploads_are_checked_for_type_and_size(tmp_path) -> None:
 
 
 def test_example_prompts_come_from_the_collection_one_per_mode(engine) -> None:
-    from rag_bot.collection_map import build_map
-    from rag_bot.compose import detect_mode
+    from rag_bot.surfaces.collection_map import build_map
+    from rag_bot.writing.compose import detect_mode
 
     papers = engine.index.all_papers()
     cmap = build_map(papers, engine.index.paper_vectors([p.doc_id for p in papers]))
@@ -178,7 +178,7 @@ def test_modes_from_the_radio_or_the_api() -> None:
 
 
 def test_paper_table_search_needs_every_word() -> None:
-    from rag_bot.collection_map import build_map
+    from rag_bot.surfaces.collection_map import build_map
 
     papers = {
         "b": Paper(doc_id="b", title="Slow", text="centralised tuning", source="s.csv"),
@@ -214,7 +214,7 @@ def test_upload_summary_counts_then_rejections() -> None:
 
 
 def test_map_legend_names_and_counts_the_topics(engine) -> None:
-    from rag_bot.collection_map import build_map
+    from rag_bot.surfaces.collection_map import build_map
 
     papers = list(engine.papers.values())
     cmap = build_map(papers, engine.index.paper_vectors([p.doc_id for p in papers]))
@@ -224,7 +224,7 @@ def test_map_legend_names_and_counts_the_topics(engine) -> None:
 
 
 def test_the_page_has_its_ids_and_api_names(engine) -> None:
-    from rag_bot.ui import build_app
+    from rag_bot.surfaces.ui import build_app
 
     config = build_app(engine).get_config_file()
     ids = {c["props"].get("elem_id") for c in config["components"]}
@@ -259,12 +259,12 @@ def test_a_collection_over_the_bounds_shows_a_bounded_table_and_map_built_from_t
     bounds at 10, below the 38 seeds)."""
     import gradio as gr
 
-    import rag_bot.ui.render as render
-    from rag_bot.ui.base import Library, Shared
-    from rag_bot.ui.chat import ChatPanel
-    from rag_bot.ui.collection import CollectionPanel
-    from rag_bot.ui.map import MapPanel
-    from rag_bot.ui.sources import SourcesPanel
+    import rag_bot.surfaces.ui.render as render
+    from rag_bot.surfaces.ui.base import Library, Shared
+    from rag_bot.surfaces.ui.chat import ChatPanel
+    from rag_bot.surfaces.ui.collection import CollectionPanel
+    from rag_bot.surfaces.ui.map import MapPanel
+    from rag_bot.surfaces.ui.sources import SourcesPanel
 
     monkeypatch.setattr(render, "TABLE_ROWS", 10)
     monkeypatch.setattr(render, "MAP_POINTS", 10)
@@ -306,9 +306,9 @@ def test_a_failed_answer_is_logged_with_its_traceback_and_the_user_sees_a_short_
 
     import gradio as gr
 
-    from rag_bot.ui.base import Library, Shared
-    from rag_bot.ui.chat import ChatPanel
-    from rag_bot.ui.sources import SourcesPanel
+    from rag_bot.surfaces.ui.base import Library, Shared
+    from rag_bot.surfaces.ui.chat import ChatPanel
+    from rag_bot.surfaces.ui.sources import SourcesPanel
 
     class Broken:
         def __getattr__(self, name):
@@ -327,7 +327,7 @@ def test_a_failed_answer_is_logged_with_its_traceback_and_the_user_sees_a_short_
     records: list[logging.LogRecord] = []
     handler = logging.Handler(logging.DEBUG)
     handler.emit = records.append  # type: ignore[method-assign]
-    logger = logging.getLogger("rag_bot.ui.chat")
+    logger = logging.getLogger("rag_bot.surfaces.ui.chat")
     logger.addHandler(handler)
     old_level = logger.level
     logger.setLevel(logging.DEBUG)
@@ -580,8 +580,8 @@ def gated(seed_storage, tmp_path_factory):
     """(client url, GatedEngine, Library) of a chat served in this process over a copy of the seed store."""
     from rag_bot.engine import Engine
     from rag_bot.settings import Settings
-    from rag_bot.ui.app import build_app, launch
-    from rag_bot.ui.base import Library
+    from rag_bot.surfaces.ui.app import build_app, launch
+    from rag_bot.surfaces.ui.base import Library
 
     settings = Settings(storage=copy_store(seed_storage, tmp_path_factory), host="127.0.0.1", port=free_port())
     engine = GatedEngine(Engine(settings))
@@ -673,7 +673,7 @@ def test_chat_offers_the_cited_papers_as_bibtex_ris_and_csl(gated):
 
 
 def test_markdown_images_in_corpus_text_are_neutralised() -> None:
-    from rag_bot.ui.render import markdown_text
+    from rag_bot.surfaces.ui.render import markdown_text
 
     out = answer_html("See ![x](http://evil.example/p.png) and ![y][ref] [1].", turn=1)
     assert "![" not in out and "&#33;[x](http://evil.example/p.png)" in out and 'href="#src-1-1"' in out
@@ -691,7 +691,7 @@ def test_credentials_in_urls_are_masked_in_what_the_chat_shows() -> None:
 
 
 def test_login_throttle_locks_out_then_doubles(caplog) -> None:
-    from rag_bot.ui.app import LoginThrottle
+    from rag_bot.surfaces.ui.app import LoginThrottle
 
     now = [0.0]
     throttle = LoginThrottle([("ann", "pw")], max_failures=5, window=60, clock=lambda: now[0])
@@ -738,11 +738,11 @@ def test_saved_conversations_are_per_user_in_the_chat(engine, tmp_path) -> None:
 
     import gradio as gr
 
-    from rag_bot.conversations import FILE_NAME, Conversations
-    from rag_bot.ui.base import Library, Shared
-    from rag_bot.ui.chat import UNSAVED, ChatPanel
-    from rag_bot.ui.history import HistoryPanel
-    from rag_bot.ui.sources import SourcesPanel
+    from rag_bot.store.conversations import FILE_NAME, Conversations
+    from rag_bot.surfaces.ui.base import Library, Shared
+    from rag_bot.surfaces.ui.chat import UNSAVED, ChatPanel
+    from rag_bot.surfaces.ui.history import HistoryPanel
+    from rag_bot.surfaces.ui.sources import SourcesPanel
 
     library = Library(engine)
     library.conversations = Conversations(tmp_path)
@@ -787,7 +787,7 @@ def test_saved_conversations_are_per_user_in_the_chat(engine, tmp_path) -> None:
 
 
 def test_permalink_page_and_saved_messages_escape_everything() -> None:
-    from rag_bot.ui.render import conversation_messages, permalink_html, permalink_page
+    from rag_bot.surfaces.ui.render import conversation_messages, permalink_html, permalink_page
 
     answer = _answer(f"x is {XSS} [1].", "Some <b>quote</b>.")
     paper = Paper(doc_id="x#1", title="T", text="t", source="f.jsonl", url="javascript:alert(1)")
@@ -807,10 +807,10 @@ def test_a_permalink_page_renders_the_saved_markdown_safely(engine, tmp_path) ->
     import httpx
     from fastapi import FastAPI
 
-    from rag_bot.conversations import Conversations
     from rag_bot.engine import Engine
     from rag_bot.settings import Settings
-    from rag_bot.ui.app import mount_permalinks
+    from rag_bot.store.conversations import Conversations
+    from rag_bot.surfaces.ui.app import mount_permalinks
 
     doc_id = paper_with(engine, "CorrSteer")
     saved = Engine(Settings(storage=engine.settings.storage, data=tmp_path), index=engine.index,
@@ -852,10 +852,10 @@ def test_an_offline_answer_arrives_in_one_update_after_the_question(engine, tmp_
     comes whole in the next update, with its sources and downloads; a follow-up's export holds both turns."""
     import gradio as gr
 
-    from rag_bot.conversations import Conversations
-    from rag_bot.ui.base import Library, Shared
-    from rag_bot.ui.chat import ChatPanel
-    from rag_bot.ui.sources import SourcesPanel
+    from rag_bot.store.conversations import Conversations
+    from rag_bot.surfaces.ui.base import Library, Shared
+    from rag_bot.surfaces.ui.chat import ChatPanel
+    from rag_bot.surfaces.ui.sources import SourcesPanel
 
     library = Library(engine)
     library.conversations = Conversations(tmp_path)

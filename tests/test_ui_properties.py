@@ -32,9 +32,9 @@ PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=list(H
 
 @pytest.fixture(scope="module")
 def panel(engine):
-    from rag_bot.ui.base import Library, Shared
-    from rag_bot.ui.chat import ChatPanel
-    from rag_bot.ui.sources import SourcesPanel
+    from rag_bot.surfaces.ui.base import Library, Shared
+    from rag_bot.surfaces.ui.chat import ChatPanel
+    from rag_bot.surfaces.ui.sources import SourcesPanel
 
     library = Library(engine)
     with gr.Blocks():
@@ -106,8 +106,8 @@ def test_chat_respond_answers_or_warns(panel, errors):
 
 @pytest.mark.parametrize(("value", "expected"), [(float("inf"), "limit"), (1e300, "limit"), ("3", 3), (0, None)])
 def test_the_papers_field_takes_any_number(value, expected):
-    from rag_bot.ui.chat import MAX_PAPERS as limit
-    from rag_bot.ui.chat import check_papers
+    from rag_bot.surfaces.ui.chat import MAX_PAPERS as limit
+    from rag_bot.surfaces.ui.chat import check_papers
 
     expected = limit if expected == "limit" else expected
     # hypothesis once found float("inf") overflowing int(); the field's bound applies to any number.

@@ -1,0 +1,41 @@
+"""OpenReview notes, as its API returns them (v2: each content field is `{"value": ...}`; v1: plain values)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from rag_bot.reading.fields import plain, year
+
+
+def is_openreview_note(record: dict[str, Any]) -> bool:
+    """A note: a `content` object with a title, and a forum or an invitation."""
+    content = record.get("content")
+    return isinstance(content, dict) and "title" in content and any(
+        k in record for k in ("forum", "invitation", "invitations", "replyto"))
+
+
+def _value(content: dict[str, Any], key: str) -> Any:
+    value = content.get(key)
+    return value.get("value") if isinstance(value, dict) else value
+
+
+def from_openreview_note(note: dict[str, Any]) -> dict[str, object]:
+    """A note as a corpus record: its forum id, and a year from its venue or its publication date."""
+    content = note["content"]
+    forum = plain(note.get("forum") or note.get("id"))
+    venue = plain(_value(content, "venue")) or None
+    stamp = note.get("pdate") or note.get("odate") or note.get("cdate") or note.get("tcdate")
+    when = year(venue) or (str(dt.datetime.fromtimestamp(stamp / 1000, dt.UTC).year)
+                           if isinstance(stamp, (int, float)) else None)
+    authors = _value(content, "authors") or []
+    return {
+        "id": forum,
+        "title": plain(_value(content, "title"), "html"),
+        "abstract": plain(_value(content, "abstract"), "html"),
+        "authors": [plain(a) for a in (authors if isinstance(authors, list) else [authors])],
+        "venue": venue,
+        "year": when,
+        "url": f"https://openreview.net/forum?id={forum}" if forum else None,
+        "identifiers": {"openreview": forum},
+    }

@@ -1,0 +1,173 @@
+"""Grounding: between retrieval and writing, decide whether the collection answers the question and which
+papers become its sources. One fitted decision for every mode and every answer writer.
+
+Each candidate paper gets the probability that it belongs to the answer (rag_bot/retrieval/relevance.py: one logistic
+model over its signals, fitted on labelled pairs by bench/relevance_fit.py). The collection answers when the best
+paper's probability reaches the fitted answer cut (or the question names a paper); the sources are the papers
+over the mode's fitted cut. When a question joins concepts ("X for Y") and no paper answers it, grounding says
+which part the collection lacks, from the question's own phrases. `GroundingPostprocessor` applies this as a
+llama-index node postprocessor in the query engine, marking the chosen papers on their nodes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import NodeWithScore, QueryBundle
+from pydantic import ConfigDict
+
+from rag_bot.nodes import MISSING, SOURCE_RANK, PaperQuery, scored_paper
+from rag_bot.retrieval import relevance
+from rag_bot.retrieval.relevance import RelevanceModel, Topic, covers
+from rag_bot.settings import Settings
+from rag_bot.store.sentences import SentenceIndex
+from rag_bot.topics import question_concepts, topic_acronyms, topic_query, topic_words
+from rag_bot.types import Mode, ScoredPaper
+
+log = logging.getLogger(__name__)
+
+# How many papers an answer may cite (what a reader takes in, not a relevance decision).
+ASK_PAPERS = 4  # a direct answer
+AREA_PAPERS = 40  # a summary (the most central are summarised, the rest listed)
+COMPARE_PAPERS = 4  # a comparison by topic
+ASK_CANDIDATES = 10  # candidates of a direct answer whose probability is computed (retrieval's top 10)
+
+
+@dataclass(frozen=True)
+class Grounding:
+    """Whether the collection answers the question, how confidently, and from which papers."""
+
+    grounded: bool
+    evidence: float  # the best paper's probability of belonging to the answer (the answer's confidence)
+    sources: list[ScoredPaper] = field(default_factory=list)
+    missing: str = ""  # what the collection lacks of the question ("No paper in the collection combines X with Y.")
+
+
+def topic_of(topic: str, vector: np.ndarray, embed: Callable[[list[str]], np.ndarray]) -> Topic:
+    """What the relevance signals need of a question's topic (its concepts embedded in one call)."""
+    concepts = question_concepts(topic)
+    vectors = embed([name for name, _, _ in concepts]) if len(concepts) >= 2 else np.zeros((0, len(vector)))
+    return Topic(vector=vector, words=[stems for _, stems in topic_words(topic)],
+                 concepts=[(stems, v) for (_, stems, _), v in zip(concepts, vectors)] if len(concepts) >= 2 else [],
+                 acronyms=topic_acronyms(topic))
+
+
+def candidates(papers: Sequence[ScoredPaper], mode: Mode) -> list[ScoredPaper]:
+    """The papers whose probability is computed: retrieval's top ten for a direct answer, all it found for an
+    area (it retrieves more for one)."""
+    return list(papers[:ASK_CANDIDATES]) if mode == "ask" else list(papers)
+
+
+def ground(
+    papers: Sequence[ScoredPaper],
+    probabilities: Sequence[float],
+    mode: Mode,
+    model: RelevanceModel,
+    topic: str = "",
+    max_papers: int | None = None,
+    answer_cut: float | None = None,
+    collection_size: int = 0,
+) -> Grounding:
+    """The grounding decision from the candidates' probabilities (in ranking order): a paper the question names,
+    or a best probability over the answer cut; then the sources the mode takes (cuts fitted per collection size
+    are read at `collection_size`)."""
+    if not papers:
+        return Grounding(grounded=False, evidence=0.0)
+    prob = {p.paper.doc_id: float(x) for p, x in zip(papers, probabilities)}
+    best = max(prob.values())
+    source_cut = model.cut(mode, "source", collection_size)
+    named = [p for p in papers if p.named]
+    if not named and best < (model.cut(mode, "answer", collection_size) if answer_cut is None else answer_cut):
+        missing, sources = missing_part(topic, papers)
+        return Grounding(grounded=bool(sources), evidence=best, sources=sources, missing=missing)
+    by_probability = sorted((p for p in papers if not p.named), key=lambda p: -prob[p.paper.doc_id])
+    if mode == "compare":
+        if len(named) >= 2:
+            return Grounding(True, best, named)
+        on_topic = [p for p in by_probability if prob[p.paper.doc_id] >= source_cut]
+        # One paper on topic (or one named): the comparison says so and describes it.
+        chosen = (named + on_topic)[:COMPARE_PAPERS] or by_probability[:1]
+        return Grounding(True, best, chosen)
+    if mode == "summary":
+        on_topic = [p for p in by_probability if prob[p.paper.doc_id] >= source_cut]
+        # Answerable with none over the source cut: its best paper (a question naming papers is about them).
+        on_topic = on_topic or ([] if named else by_probability[:1])
+        return Grounding(True, best, (named + on_topic)[:max_papers or AREA_PAPERS])
+    answering = [p for p in papers if not p.named and prob[p.paper.doc_id] >= source_cut]
+    answering = answering or ([] if named else by_probability[:1])
+    return Grounding(True, best, (named + answering)[:max_papers or ASK_PAPERS])
+
+
+def missing_part(topic: str, ranked: Sequence[ScoredPaper]) -> tuple[str, list[ScoredPaper]]:
+    """For a question no paper answers that joins concepts ("X for Y"): the sentence saying which part the
+    collection lacks, and the closest paper on each part it holds (none when it holds none of the question's
+    distinctive concepts). ("", []) for a question of one concept: it is declined."""
+    concepts = question_concepts(topic)
+    if len(concepts) < 2:
+        return "", []
+    closest = {name: next((p for p in ranked if covers(p.paper, stems)), None) for name, stems, _ in concepts}
+    held = [(name, general) for name, _, general in concepts if closest[name] is not None]
+    lacking = [name for name, _, _ in concepts if closest[name] is None]
+    chosen = list({p.paper.doc_id: p for p in closest.values() if p is not None}.values())
+    if not held or all(general for _, general in held):
+        # Only general words ("large language models") are held: nothing covers what the question is about.
+        return f"No paper in the collection covers {' or '.join(lacking)}.", []
+    if lacking:
+        return (f"No paper in the collection covers {' or '.join(lacking)}; the closest papers below are about "
+                f"{' and '.join(n for n, _ in held)} only.", chosen)
+    return (f"No paper in the collection combines {concepts[0][0]} with "
+            f"{' and '.join(name for name, _, _ in concepts[1:])}; the closest papers below cover one or the "
+            f"other.", chosen)
+
+
+class GroundingPostprocessor(BaseNodePostprocessor):
+    """The grounding stage in the query engine: keeps the ranked nodes and marks the papers that become sources
+    (node metadata `source_rank`); no mark means the question is declined."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    sentences: SentenceIndex
+    settings: Settings
+    collection_size: Callable[[], int]  # papers in the collection now (the areas' cut is fitted per size)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "GroundingPostprocessor"
+
+    def signals(self, query: PaperQuery, papers: Sequence[ScoredPaper], text: str = ""
+                ) -> tuple[list[ScoredPaper], np.ndarray]:
+        """The candidates of a question and their rows of relevance signals, measured against the question's topic
+        (`text`: the question without the words that ask for a mode, `topic_query`)."""
+        text = text or topic_query(query.question)
+        topic = topic_of(text, self.sentences.query_vector(text), self.sentences.embedder.embed)
+        chosen = candidates(papers, query.mode)
+        # The candidates' sentence vectors are made ready together (one model call for those not yet stored).
+        vectors = self.sentences.batched([p.paper for p in chosen])
+        return chosen, relevance.signals(chosen, topic, vectors)
+
+    def decide(self, query: PaperQuery, papers: Sequence[ScoredPaper]) -> Grounding:
+        """The grounding decision for a question's ranked papers."""
+        model = relevance.load()
+        text = topic_query(query.question)
+        chosen, rows = self.signals(query, papers, text)
+        probabilities = model.probabilities(rows, query.mode).tolist()
+        return ground(chosen, probabilities, query.mode, model, text, query.max_papers,
+                      self.settings.answer_confidence, self.collection_size())
+
+    def _postprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        if not isinstance(query_bundle, PaperQuery):
+            raise TypeError("grounding needs a PaperQuery (the question, its mode and paper limit)")
+        decision = self.decide(query_bundle, [scored_paper(n) for n in nodes])
+        log.debug("grounding: confidence %.3f, grounded %s, %d sources", decision.evidence, decision.grounded,
+                  len(decision.sources))
+        rank = {p.paper.doc_id: i for i, p in enumerate(decision.sources)}
+        for node in nodes:
+            node.node.metadata[SOURCE_RANK] = rank.get(node.node.node_id)
+            node.node.metadata[MISSING] = decision.missing
+        return nodes
+

@@ -1,0 +1,176 @@
+"""The relevance decision: how likely a retrieved paper is to belong to the answer, from one fitted function.
+
+Each candidate paper of a question gets a row of signals (`FEATURES`: its dense similarity, its best sentence's,
+word coverage, concepts held by meaning and by words, where it stands among the other candidates), and a logistic
+function fitted on labelled pairs (bench/relevance_fit.py, docs/eval.md) turns the row into a probability: one
+for a direct answer, one for an area (summary, comparison). Grounding reads two cuts per family, fitted with it:
+whether the collection answers at all (the best paper's probability), and which papers are sources (an area's
+fitted per collection size). The model file records the data and the commit it was fitted on.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from rag_bot.topics import holds_acronyms, word_stems
+from rag_bot.types import Paper, ScoredPaper
+
+MODEL_FILE = Path(__file__).with_name("relevance_model.json")
+# The signals of a (question, paper) pair, in the model's order.
+MEASURED = ("similarity", "sentence", "coverage", "weakest", "held", "joined", "acronyms", "gap", "margin", "rank")
+# Each paper's similarity, best sentence and coverage as a share of the best candidate's: an area is judged against
+# what the question's best papers reach (measured: recall +0.05 to +0.10 at the same topic precision on the locked
+# part at 3,000 and 22,000 papers; docs/eval.md).
+SHARES = ("similarity", "sentence", "coverage")
+FEATURES = MEASURED + tuple(f"{name} share" for name in SHARES)
+MARGIN_NEIGHBOURS = 4  # papers below a paper (by similarity) whose mean similarity sets its margin
+
+
+@dataclass(frozen=True)
+class Weights:
+    """One logistic function over standardised `FEATURES`."""
+
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    weights: tuple[float, ...]
+    bias: float
+
+    def probabilities(self, rows: np.ndarray) -> np.ndarray:
+        """The probability that each paper belongs to the answer, one per row of signals."""
+        if rows.size == 0:
+            return np.zeros(0)
+        z = ((rows - np.asarray(self.mean)) / np.asarray(self.scale)) @ np.asarray(self.weights) + self.bias
+        return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
+
+
+@dataclass(frozen=True)
+class RelevanceModel:
+    """The fitted relevance decision: a logistic function of a paper's signals for a direct answer (`ask`: does
+    it answer the question?) and one for an area (`area`, summaries and comparisons: is it on the topic?), each
+    with its cuts: the collection answers when the best paper's probability reaches `answer`, and the papers
+    over `source` are the answer's sources."""
+
+    ask: Weights
+    area: Weights
+    # {"ask": {"answer": .., "source": ..}, "area": {...}}; a cut is a number, or [[papers, cut], ...] fitted at
+    # several collection sizes (read between them on a log scale, held beyond them).
+    cuts: dict[str, dict[str, float | list[list[float]]]]
+    fitted_on: str = ""
+
+    @staticmethod
+    def family(mode: str) -> str:
+        """"ask" for a direct answer, "area" for a summary or a comparison."""
+        return "ask" if mode == "ask" else "area"
+
+    def probabilities(self, rows: np.ndarray, mode: str = "ask") -> np.ndarray:
+        """The probability that each paper belongs to an answer in this mode, one per row of signals."""
+        return (self.ask if self.family(mode) == "ask" else self.area).probabilities(rows)
+
+    def cut(self, mode: str, which: str, collection_size: int = 0) -> float:
+        """A fitted cut of the mode's family ("answer" or "source") for a collection of this many papers."""
+        value = self.cuts[self.family(mode)][which]
+        if isinstance(value, (int, float)):
+            return float(value)
+        sizes = [math.log10(max(size, 1)) for size, _ in value]
+        return float(np.interp(math.log10(max(collection_size, 1)), sizes, [cut for _, cut in value]))
+
+    def to_json(self) -> str:
+        """The model as the file `load` reads."""
+        def part(w: Weights) -> dict[str, object]:
+            return {"mean": list(w.mean), "scale": list(w.scale), "weights": list(w.weights), "bias": w.bias}
+        return json.dumps({"features": list(FEATURES), "ask": part(self.ask), "area": part(self.area),
+                           "cuts": self.cuts, "fitted_on": self.fitted_on}, indent=1) + "\n"
+
+
+@lru_cache(maxsize=4)
+def load(path: Path = MODEL_FILE) -> RelevanceModel:
+    """The fitted model shipped with rag-bot (or another file of the same form)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if tuple(data["features"]) != FEATURES:
+        raise ValueError(f"{path}: fitted on features {data['features']}, this version computes {list(FEATURES)}")
+
+    def part(d: dict) -> Weights:
+        return Weights(mean=tuple(d["mean"]), scale=tuple(d["scale"]), weights=tuple(d["weights"]),
+                       bias=float(d["bias"]))
+    return RelevanceModel(ask=part(data["ask"]), area=part(data["area"]), cuts=data["cuts"],
+                          fitted_on=str(data.get("fitted_on", "")))
+
+
+@dataclass(frozen=True)
+class Topic:
+    """What a question is about, as the signals need it: its vector, its words, its concepts (each with its
+    distinctive stems and its vector) and its acronyms."""
+
+    vector: np.ndarray
+    words: Sequence[frozenset[str]] = ()  # per word of the topic, the stems that hold it
+    concepts: Sequence[tuple[frozenset[str], np.ndarray]] = ()  # only when the topic joins two or more
+    acronyms: Sequence[str] = ()
+
+
+@lru_cache(maxsize=8192)
+def _paper_stems(doc_id: str, text: str) -> frozenset[str]:
+    return frozenset(word_stems(text))
+
+
+def stems_of(paper: Paper) -> frozenset[str]:
+    """The stemmed words of a paper's title and abstract (cached per paper)."""
+    return _paper_stems(paper.doc_id, f"{paper.title} {paper.text}")
+
+
+def holds(have: frozenset[str], stem: str) -> bool:
+    """Whether a paper's stems hold a stem; one of five letters or more is also held by a word that begins with
+    it (abstracts have typos and cut words: "Speculative Decodin")."""
+    return stem in have or (len(stem) >= 5 and any(h.startswith(stem) for h in have))
+
+
+def covers(paper: Paper, stems: frozenset[str]) -> bool:
+    """Whether a paper holds a concept's words: all of them (two thirds when it has three or more)."""
+    have = stems_of(paper)
+    need = len(stems) if len(stems) <= 2 else -(-2 * len(stems) // 3)
+    return sum(1 for s in stems if holds(have, s)) >= need
+
+
+def signals(
+    papers: Sequence[ScoredPaper], topic: Topic, sentence_vectors: Callable[[Paper], np.ndarray]
+) -> np.ndarray:
+    """One row of `FEATURES` per paper, in the papers' (ranking) order."""
+    if not papers:
+        return np.zeros((0, len(FEATURES)))
+    sims = np.array([p.similarity for p in papers])
+    order = np.sort(sims)[::-1]
+    best = float(order[0])
+    rows = []
+    for rank, paper in enumerate(papers):
+        vectors = sentence_vectors(paper.paper)
+        sentence = float((vectors @ topic.vector).max())
+        if len(topic.concepts) >= 2:
+            weakest = min(float((vectors @ vector).max()) for _, vector in topic.concepts)
+            joined = sum(covers(paper.paper, stems) for stems, _ in topic.concepts) / len(topic.concepts)
+        else:
+            weakest, joined = sentence, 1.0
+        have = stems_of(paper.paper)
+        held = (sum(any(holds(have, s) for s in stems) for stems in topic.words) / len(topic.words)
+                if topic.words else 1.0)
+        acronyms = 1.0 if not topic.acronyms or holds_acronyms(f"{paper.paper.title} {paper.paper.text}",
+                                                                  topic.acronyms) else 0.0
+        below = order[order < paper.similarity][:MARGIN_NEIGHBOURS]
+        margin = paper.similarity - float(below.mean()) if below.size else 0.0
+        rows.append([paper.similarity, sentence, paper.coverage, weakest, held, joined, acronyms,
+                     best - paper.similarity, margin, math.log1p(rank)])
+    return with_shares(np.asarray(rows, dtype=float))
+
+
+def with_shares(measured: np.ndarray) -> np.ndarray:
+    """The rows of `MEASURED` signals of one question's candidates, with the `SHARES` columns appended."""
+    if measured.size == 0:
+        return np.zeros((0, len(FEATURES)))
+    columns = [MEASURED.index(name) for name in SHARES]
+    shares = measured[:, columns] / np.maximum(measured[:, columns].max(axis=0), 1e-6)
+    return np.hstack([measured, shares])

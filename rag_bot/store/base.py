@@ -1,0 +1,189 @@
+"""The store's base: a connection to the two Chroma collections of a collection name (papers and chunks), the
+embedder and chunker it writes with (loaded on first use), what identifies its content (`state`), and the record
+of which model and which ingest last wrote it. `PaperReads` (reads.py) and `PaperIndex` (index.py) build on it."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+from llama_index.core.node_parser import SentenceSplitter
+from llama_index.vector_stores.chroma import ChromaVectorStore
+
+from rag_bot.errors import StoreError
+from rag_bot.settings import Settings
+from rag_bot.store.chroma import (
+    GuardedCollection,
+    folder_lock,
+    forget_client,
+    open_client,
+    store_error,
+)
+from rag_bot.store.embedders import embedder_name, make_embedder
+from rag_bot.store.embedding import DIMENSIONS, MODEL_NAME, MiniLMEmbedding
+
+log = logging.getLogger(__name__)
+
+
+# The papers collection's metadata: a generation that changes with every ingest that writes ("writing-..."
+# while it runs), and the paper/chunk totals a finished ingest left (open skips its orphan scan when they hold).
+GENERATION = "rag_bot_generation"
+
+
+EMBEDDER = "rag_bot_embedder"  # the model the collection's vectors were made by
+
+
+TOTALS = ("rag_bot_papers", "rag_bot_chunks")
+
+
+_READ_BATCH = 2000
+
+
+class ChromaStore:
+    """Two Chroma collections, `<name>_papers` and `<name>_chunks`, guarded so their faults are one line."""
+
+    def __init__(self, settings: Settings, embedder: MiniLMEmbedding | None = None) -> None:
+        self.settings = settings
+        self._embedder = embedder
+        self.write_failed = False
+        self._splitter: SentenceSplitter | None = None
+        # Part of every paper's fingerprint: a change of model or chunking re-indexes everything.
+        self.index_version = f"{embedder_name(settings)}/{settings.max_tokens}/{settings.chunk_size}/" \
+            f"{settings.chunk_overlap}/v2" \
+            + ("-mean" if settings.paper_vector == "mean" else "")
+        self._open()
+        try:
+            self.count()
+            self._after_open()
+        except StoreError:
+            raise
+        except Exception as exc:  # a damaged store can fail in odd ways while first read
+            log.debug("first read of the store failed", exc_info=True)
+            raise store_error(settings, "open", exc) from exc
+
+    def _open(self) -> None:
+        self.client = open_client(self.settings)
+        try:
+            space = {"hnsw:space": "cosine"}
+            papers = self.client.get_or_create_collection(
+                f"{self.settings.collection}_papers", metadata=space, embedding_function=None
+            )
+            chunks = self.client.get_or_create_collection(
+                f"{self.settings.collection}_chunks", metadata=space, embedding_function=None
+            )
+        except Exception as exc:
+            log.debug("opening the collections failed", exc_info=True)
+            raise store_error(self.settings, "open", exc) from exc
+        self.papers = GuardedCollection(papers, self)
+        self.chunks = GuardedCollection(chunks, self)
+        self.vector_store = ChromaVectorStore(chroma_collection=self.chunks)
+        self.write_failed = False
+
+    def reopen(self) -> None:
+        """A fresh connection to the store (after a failed write, chromadb's old one can hang)."""
+        forget_client(self.settings)
+        self._open()
+
+    @property
+    def splitter(self) -> SentenceSplitter:
+        """The chunker, made on first use (it loads a tokenizer: a question never needs it)."""
+        if self._splitter is None:
+            self._splitter = SentenceSplitter(
+                chunk_size=self.settings.chunk_size, chunk_overlap=self.settings.chunk_overlap
+            )
+        return self._splitter
+
+    @property
+    def embedder(self) -> MiniLMEmbedding:
+        """The embedding model, loaded on first use (opening the store for stats needs none)."""
+        if self._embedder is None:
+            self.check_embedder()
+            self._embedder = make_embedder(self.settings)
+        return self._embedder
+
+    def dimensions(self) -> int:
+        """The size of the vectors the chosen model makes (the shipped model's without loading it)."""
+        return DIMENSIONS if embedder_name(self.settings) == MODEL_NAME else int(self.embedder.dimensions)
+
+    def stored_embedder(self) -> str | None:
+        """The model the collection's vectors were made by (recorded by every finished write; a store from before
+        the record holds the shipped model's), None when it is empty."""
+        if self.count() == 0:
+            return None
+        try:
+            meta = self.client.get_collection(self.papers.name).metadata or {}
+        except Exception as exc:
+            raise store_error(self.settings, "read", exc) from exc
+        return str(meta.get(EMBEDDER) or MODEL_NAME)
+
+    def check_embedder(self) -> None:
+        """Refuse to embed with another model than the collection's: its vectors and a question's (or new
+        papers') would not be comparable."""
+        stored, chosen = self.stored_embedder(), embedder_name(self.settings)
+        if stored is not None and stored != chosen:
+            raise StoreError(
+                f"the collection {self.settings.collection!r} was embedded with {stored}, but the settings choose "
+                f"{chosen}: move it to the new model with `rag-bot ingest --reembed`, set the embedding settings "
+                f"back (RAG_BOT_EMBED_URL, RAG_BOT_EMBED_MODEL, RAG_BOT_EMBED_PATH), or index into a new collection "
+                f"(RAG_BOT_COLLECTION=...)")
+
+    def count(self) -> int:
+        """Papers in the index."""
+        return int(self.papers.count())
+
+    def chunk_count(self) -> int:
+        """Chunks in the index."""
+        return int(self.chunks.count())
+
+    def state(self) -> dict[str, Any]:
+        """What identifies the collection's content, cheaply (no record is read): both collections' ids and
+        counts and the generation of the last ingest that wrote. Keys the lexical cache (rag_bot/retrieval/lexicon.py)."""
+        try:
+            meta = self.client.get_collection(self.papers.name).metadata or {}
+        except Exception as exc:
+            log.debug("reading the collection metadata failed", exc_info=True)
+            raise store_error(self.settings, "read", exc) from exc
+        return {
+            "papers_id": str(self.papers.id), "chunks_id": str(self.chunks.id),
+            "papers": self.count(), "chunks": self.chunk_count(), "generation": meta.get(GENERATION),
+        }
+
+    def record_write(self) -> None:
+        """Mark the collection as changed by a finished write (an import): lexical caches keyed by it rebuild."""
+        self._mark(uuid.uuid4().hex, totals=True)
+
+    def _mark(self, generation: str, totals: bool = False) -> None:
+        """Record a new generation in the papers collection's metadata (with the totals when finished) and the
+        model that writes; a write by another model than the collection's is refused first."""
+        self.check_embedder()
+        meta: dict[str, Any] = {GENERATION: generation, EMBEDDER: embedder_name(self.settings)}
+        if totals:
+            meta |= dict(zip(TOTALS, (self.count(), self.chunk_count())))
+        self.papers.modify(metadata=meta)
+
+    @contextmanager
+    def writer_lock(self, wait: bool = True) -> Iterator[bool]:
+        """Ingests of one store folder take turns (across processes), so orphan cleaning never removes the
+        chunks of another ingest's unfinished batch; yields whether the lock is held (a read-only store, or a
+        server, gets none and yields True for a server)."""
+        if self.settings.chroma_url:
+            yield True
+            return
+        with ExitStack() as stack:
+            try:
+                held = stack.enter_context(folder_lock(Path(self.settings.storage), wait))
+            except OSError:  # the lock file cannot be made: a read-only store
+                held = False
+            yield held
+
+    def _iter_records(self, include: list[str]) -> Iterator[dict[str, Any]]:
+        total = self.count()
+        for offset in range(0, total, _READ_BATCH):
+            yield self.papers.get(include=include, limit=_READ_BATCH, offset=offset)  # type: ignore[arg-type]
+
+    def _after_open(self) -> None:
+        """What a store does once its collections answer (PaperReads: drop orphan chunks)."""

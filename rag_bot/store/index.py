@@ -1,0 +1,260 @@
+"""The index: papers chunked with a llama-index node parser, embedded offline, stored in Chroma.
+
+Two collections: `<name>_chunks` (the llama-index `ChromaVectorStore`: one vector per chunk) and
+`<name>_papers` (one record per paper: its original text, metadata, a whole-abstract vector, and the
+fingerprint that makes ingestion incremental). A paper's record is written after its chunks, so it acts
+as the commit marker: an interrupted ingest leaves no paper that looks done but is not.
+
+Faults (a full disk, an I/O error, a damaged `chroma.sqlite3`) reach callers as one-line `StoreError`s naming the
+store and the fix; chunks whose paper record is missing (left by a failed write) are removed at the next open or
+ingest, so the previous index keeps serving.
+
+A paper's chunks (title + chunk text) are embedded, and its paper vector is either a second pass over its title and
+whole abstract (`paper_vector="whole"`, the default: the best dev-set figures) or the normalised mean of its chunk
+vectors (`"mean"`: one model pass, about half the ingest time, one dev question lost; docs/benchmarks.md). The papers collection's metadata carries a generation (changed by every ingest
+that writes) that keys the lexical cache (rag_bot/retrieval/lexicon.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from llama_index.core.schema import BaseNode, Document, NodeRelationship, RelatedNodeInfo, TextNode
+
+from rag_bot.errors import StoreError
+from rag_bot.reading import identity
+from rag_bot.store.base import GENERATION
+from rag_bot.store.chroma import (
+    STORE_FAULTS,
+    one_line,
+)
+from rag_bot.store.reads import SENTENCES_SUFFIX, PaperReads, _paper_metadata, paper_from_record
+from rag_bot.text import clean_markup
+from rag_bot.types import Paper
+
+log = logging.getLogger(__name__)
+
+
+# Papers embedded and written together: their chunk texts are length-sorted across the whole batch (little
+# padding) and written in one call per collection; memory stays bounded and an interruption loses one batch.
+BATCH_PAPERS = 256
+
+
+@dataclass
+class IngestReport:
+    """What an ingest changed."""
+
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    chunks_embedded: int = 0
+    merged: int = 0  # papers already stored under another id (same DOI, arXiv id or title): kept once
+
+    def __str__(self) -> str:
+        merged = f", {self.merged} merged into papers stored under another id" if self.merged else ""
+        return (
+            f"{self.added} added, {self.updated} updated, {self.unchanged} unchanged, "
+            f"{self.removed} removed{merged} ({self.chunks_embedded} chunks embedded)"
+        )
+
+
+class PaperIndex(PaperReads):
+    """The Chroma-backed index of papers and their chunks: the write path (ingest) over the read path
+    (reads.PaperReads) over the connection (base.ChromaStore)."""
+
+    def _merge_into(self, twin: str, paper: Paper, todo: list[tuple[Paper, str]], start_writing: Callable[[], None],
+                    ) -> None:
+        """`paper` kept as the stored (or just read) `twin` with what it adds (identity.merge): its metadata only,
+        so nothing is embedded again."""
+        for n, (kept, fingerprint) in enumerate(todo):
+            if kept.doc_id == twin:
+                todo[n] = (identity.merge(kept, paper), fingerprint)
+                return
+        got = self.papers.get(ids=[twin], include=["documents", "metadatas"])
+        if not got["ids"]:
+            return
+        meta = dict((got["metadatas"] or [{}])[0] or {})
+        kept = paper_from_record(twin, (got["documents"] or [""])[0], meta)
+        merged = identity.merge(kept, paper)
+        if merged != kept:
+            start_writing()
+            self.papers.update(ids=[twin], metadatas=[
+                _paper_metadata(merged, str(meta.get("fingerprint", ""))) | {"chunks": meta.get("chunks", 0)}])
+
+    def chunk_nodes(self, paper: Paper) -> list[TextNode]:
+        """The paper's chunks, with deterministic ids `<doc_id>::<n>`."""
+        document = Document(text=clean_markup(paper.text), id_=paper.doc_id)
+        nodes = self.splitter.get_nodes_from_documents([document])
+        out = []
+        for n, node in enumerate(nodes):
+            out.append(
+                TextNode(
+                    id_=f"{paper.doc_id}::{n}",
+                    text=node.get_content(),
+                    metadata={"doc_id": paper.doc_id, "chunk": n, "title": paper.title, "source": paper.source},
+                    excluded_embed_metadata_keys=["doc_id", "chunk", "source"],
+                    # llama-index writes the source node's id as the chunk's `doc_id` metadata in Chroma;
+                    # without it the field becomes "None" and per-paper deletes match nothing.
+                    relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=paper.doc_id)},
+                )
+            )
+        return out
+
+    def ingest(
+        self,
+        papers: Iterable[Paper],
+        prune: bool = False,
+        progress: Callable[[int], None] | None = None,
+    ) -> IngestReport:
+        """Add new and changed papers (re-embedding only those); with `prune`, drop papers not given.
+
+        `papers` is read once, in order (a `corpus.PaperStream` reads its files as it goes): papers are embedded
+        and written `BATCH_PAPERS` at a time, so memory does not grow with the input; only their ids are kept."""
+        if self.write_failed:
+            self.reopen()
+        with self.writer_lock(wait=True):
+            try:
+                return self._ingest(papers, prune, progress)
+            except StoreError:
+                if self.write_failed:  # keep serving: a fresh connection, and no half-written paper left visible
+                    self.reopen()
+                    try:
+                        self.remove_orphan_chunks()
+                    except StoreError as exc:
+                        log.debug("cleaning up after the failed write failed too: %s", exc)
+                        self.reopen()
+                raise
+
+    def _ingest(
+        self,
+        papers: Iterable[Paper],
+        prune: bool,
+        progress: Callable[[int], None] | None,
+    ) -> IngestReport:
+        report = IngestReport()
+        stored, known = self._stored()
+        # Chunks of papers that were never committed (a failed or killed ingest; "None": v1 stores, see chunk_nodes).
+        removed = self.remove_orphan_chunks(set(stored))
+        writing = False
+
+        def start_writing() -> None:
+            nonlocal writing
+            if not writing:  # a reader's cache of this collection is stale from the first write on
+                self._mark(f"writing-{uuid.uuid4().hex}")
+                writing = True
+
+        keep: set[str] = set()
+        todo: list[tuple[Paper, str]] = []
+
+        def flush() -> None:
+            start_writing()
+            report.chunks_embedded += self._write_batch(todo)
+            if progress:
+                progress(len(todo))
+            todo.clear()
+
+        for paper in papers:
+            if paper.doc_id not in stored and paper.doc_id not in keep:
+                names = identity.keys(paper)
+                twin = next((known[k] for k in names if known.get(k, paper.doc_id) != paper.doc_id), None)
+                if twin is not None:  # the same paper from another source: one record, with the richer metadata
+                    keep.add(twin)
+                    report.merged += 1
+                    self._merge_into(twin, paper, todo, start_writing)
+                    if progress:
+                        progress(1)
+                    continue
+                for key in names:
+                    known.setdefault(key, paper.doc_id)
+            keep.add(paper.doc_id)
+            fingerprint = f"{paper.content_hash}:{self.index_version}"
+            if stored.get(paper.doc_id) == fingerprint:
+                report.unchanged += 1
+                if progress:
+                    progress(1)
+                continue
+            todo.append((paper, fingerprint))
+            if paper.doc_id in stored:
+                report.updated += 1
+            else:
+                report.added += 1
+            if len(todo) == BATCH_PAPERS:
+                flush()
+        if todo:
+            flush()
+        gone = [doc_id for doc_id in stored if doc_id not in keep] if prune else []
+        if gone or removed:
+            start_writing()
+        if prune:
+            for start in range(0, len(gone), 500):
+                ids = gone[start:start + 500]
+                self.chunks.delete(where={"doc_id": {"$in": ids}})
+                self.papers.delete(ids=ids)
+            self._forget_sentences(gone)
+            report.removed = len(gone)
+        if writing or (self.papers.metadata or {}).get(GENERATION) is None:
+            self._mark(uuid.uuid4().hex, totals=True)
+        log.info("index: %s", report)
+        return report
+
+    def _forget_sentences(self, doc_ids: Sequence[str]) -> None:
+        """Drop removed papers' records from the answer-time cache of sentence vectors (`<name>_sentences`,
+        rag_bot/store/sentences.py; one record per paper, its id the doc_id), when there is one. A cache: a fault is
+        logged, not raised (a record left behind is never read for a paper that is gone)."""
+        if not doc_ids:
+            return
+        try:
+            names = {c if isinstance(c, str) else c.name for c in self.client.list_collections()}
+            name = f"{self.settings.collection}{SENTENCES_SUFFIX}"
+            if name in names:
+                cache = self.client.get_collection(name, embedding_function=None)
+                for start in range(0, len(doc_ids), 500):
+                    cache.delete(ids=list(doc_ids[start:start + 500]))
+        except STORE_FAULTS + (ValueError,) as exc:
+            log.warning("could not drop the removed papers' sentence vectors: %s", one_line(exc))
+
+    def _write_batch(self, batch: Sequence[tuple[Paper, str]]) -> int:
+        ids = [paper.doc_id for paper, _ in batch]
+        # Old or half-written chunks of these papers go first, so a changed abstract leaves none behind.
+        self.chunks.delete(where={"doc_id": {"$in": ids}})
+        nodes: list[TextNode] = []
+        counts: dict[str, int] = {}
+        for paper, _ in batch:
+            paper_nodes = self.chunk_nodes(paper)
+            counts[paper.doc_id] = len(paper_nodes)
+            nodes.extend(paper_nodes)
+        # The title travels with every chunk (names live there). With paper_vector "mean", one model pass: a paper
+        # without chunks (no text) is embedded by its title, the others' paper vector is the mean of their chunk
+        # vectors. With "whole" (the default), every paper's title and whole abstract are embedded too.
+        chunk_texts = [f"{n.metadata['title']}. {n.get_content()}" for n in nodes]
+        whole = self.settings.paper_vector == "whole"
+        bare = [paper for paper, _ in batch if whole or not counts[paper.doc_id]]
+        vectors = self.embedder.embed(chunk_texts + [
+            f"{paper.title}. {clean_markup(paper.text)}" if whole else (paper.title or paper.doc_id) for paper in bare
+        ])
+        for node, vector in zip(nodes, vectors[: len(nodes)]):
+            node.embedding = vector.tolist()
+        if nodes:
+            self.vector_store.add(list[BaseNode](nodes))
+        paper_vectors: list[list[float]] = []
+        start, extra = 0, len(nodes)
+        for paper, _ in batch:
+            n = counts[paper.doc_id]
+            if n and not whole:
+                mean = vectors[start:start + n].mean(axis=0)
+            else:
+                mean, extra = vectors[extra], extra + 1
+            start += n
+            paper_vectors.append((mean / max(float(np.linalg.norm(mean)), 1e-12)).tolist())
+        self.papers.upsert(
+            ids=ids,
+            documents=[paper.text for paper, _ in batch],
+            metadatas=[_paper_metadata(paper, fp) | {"chunks": counts[paper.doc_id]} for paper, fp in batch],
+            embeddings=paper_vectors,
+        )
+        return len(nodes)

@@ -1,0 +1,218 @@
+"""The store's read path: papers back from their records, the collection's health (for `rag-bot doctor`), orphan
+chunks found and removed, fingerprints and identity keys for an ingest, paper vectors for answers and the map."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from pydantic import ValidationError
+
+from rag_bot.errors import StoreError
+from rag_bot.reading import identity
+from rag_bot.store.base import _READ_BATCH, TOTALS, ChromaStore
+from rag_bot.types import Paper
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Health:
+    """What `rag-bot doctor` found."""
+
+    papers: int = 0
+    chunks: int = 0
+    orphan_chunks: int = 0  # chunks whose paper record is missing
+    papers_without_chunks: list[str] = field(default_factory=list)
+    stale: int = 0  # papers indexed with another model or chunking
+    unreadable: dict[str, str] = field(default_factory=dict)  # doc_id -> why its metadata cannot be read
+    # "papers"/"chunks" -> the dimension its vectors have, when it is not the model's (every question fails)
+    wrong_dimension: dict[str, int] = field(default_factory=dict)
+    sample_ids: dict[str, list[str]] = field(default_factory=dict)  # a few ids of each collection with them
+
+    @property
+    def healthy(self) -> bool:
+        return not (self.orphan_chunks or self.papers_without_chunks or self.stale or self.unreadable
+                    or self.wrong_dimension)
+
+
+# The answer-time cache of sentence vectors (rag_bot/store/sentences.py) is the store's third collection,
+# `<collection>_sentences`: a rebuild and a prune clear it with the papers.
+SENTENCES_SUFFIX = "_sentences"
+
+
+def _paper_metadata(paper: Paper, fingerprint: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "title": paper.title,
+        "source": paper.source,
+        "fingerprint": fingerprint,
+        "aliases": json.dumps(paper.aliases),
+        "links": json.dumps(paper.links),
+        "authors": json.dumps(paper.authors),
+    }
+    if paper.identifiers:
+        meta["identifiers"] = json.dumps(paper.identifiers, sort_keys=True)
+    for key in ("venue", "year", "url"):
+        value = getattr(paper, key)
+        if value is not None:
+            meta[key] = value
+    return meta
+
+
+def paper_from_record(doc_id: str, text: str, meta: dict[str, Any]) -> Paper:
+    """A `Paper` back from its Chroma record; a one-line ValueError naming the field when its metadata cannot be
+    read (the import checks every paper with this very function, so what it lets in can be read back)."""
+    lists: dict[str, Any] = {}
+    for key in ("aliases", "links", "authors", "identifiers"):  # JSON text (Chroma metadata values are scalars)
+        try:
+            lists[key] = json.loads(meta.get(key, "{}" if key == "identifiers" else "[]"))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"its {key!r} metadata is not valid JSON ({exc})") from None
+    try:
+        return Paper(doc_id=doc_id, title=meta.get("title", doc_id), text=text, source=meta.get("source", ""),
+                     venue=meta.get("venue"), year=meta.get("year"), url=meta.get("url"), **lists)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ValueError(f"its {where!r} metadata is not usable ({first['msg']})") from None
+
+
+class PaperReads(ChromaStore):
+    """What is stored, read back."""
+
+    def chunk_paper_ids(self) -> dict[str, int]:
+        """doc_id -> number of stored chunks, read from the chunks' metadata."""
+        out: dict[str, int] = {}
+        total = self.chunk_count()
+        for offset in range(0, total, _READ_BATCH):
+            got = self.chunks.get(include=["metadatas"], limit=_READ_BATCH, offset=offset)
+            for meta in got["metadatas"] or []:
+                doc_id = str((meta or {}).get("doc_id", ""))
+                out[doc_id] = out.get(doc_id, 0) + 1
+        return out
+
+    def remove_orphan_chunks(self, paper_ids: set[str] | None = None) -> int:
+        """Delete the chunks whose paper record is missing (left by a failed write); returns how many."""
+        if paper_ids is None:
+            paper_ids = set(self.fingerprints())
+        orphans = {d: n for d, n in self.chunk_paper_ids().items() if d not in paper_ids}
+        ids = sorted(orphans)
+        for start in range(0, len(ids), 500):
+            self.chunks.delete(where={"doc_id": {"$in": ids[start:start + 500]}})
+        if orphans:
+            log.warning("removed %d chunks of %d unfinished papers", sum(orphans.values()), len(orphans))
+        return sum(orphans.values())
+
+    def _clean_orphans_if_counts_disagree(self) -> None:
+        """At open, cheaply: each paper record knows its chunk count; only when their sum differs from the
+        chunks stored are the chunks read and the orphans removed (best effort: a read-only store still serves,
+        and the retriever ignores chunks of unknown papers)."""
+        meta = self.papers.metadata or {}
+        if [meta.get(key) for key in TOTALS] == [self.count(), self.chunk_count()]:
+            return  # as the last finished ingest left it: no orphans (and no scan of every record)
+        expected = 0
+        for batch in self._iter_records(include=["metadatas"]):
+            for meta in batch["metadatas"] or []:
+                n = (meta or {}).get("chunks")
+                if not isinstance(n, int):
+                    return  # a store written before the counts were kept: the next ingest cleans it
+                expected += n
+        if expected == self.chunk_count():
+            return
+        with self.writer_lock(wait=False) as alone:
+            if not alone:  # an ingest is writing: its chunks are not orphans yet
+                return
+            try:
+                self.remove_orphan_chunks()
+            except StoreError as exc:
+                log.warning("%s", exc)
+                self.reopen()
+
+    def health(self) -> Health:
+        """Counts and inconsistencies of the store (for `rag-bot doctor`): one pass over the papers' metadata (in
+        batches: each is read as a question reads it) and the chunks', and one vector of each collection."""
+        fingerprints: dict[str, str] = {}
+        unreadable: dict[str, str] = {}
+        for batch in self._iter_records(include=["metadatas"]):
+            for doc_id, meta in zip(batch["ids"], batch["metadatas"] or []):
+                meta = dict(meta or {})
+                fingerprints[doc_id] = str(meta.get("fingerprint", ""))
+                try:
+                    paper_from_record(doc_id, "", meta)
+                except ValueError as exc:
+                    unreadable[doc_id] = str(exc)
+        per_paper = self.chunk_paper_ids()
+        # Chroma fixes a collection's dimension at its first write and refuses any other afterwards, so one vector
+        # tells the dimension of all (a sample of one is exact); a few ids show the user which records.
+        wrong: dict[str, int] = {}
+        samples: dict[str, list[str]] = {}
+        for name, collection in (("papers", self.papers), ("chunks", self.chunks)):
+            got = collection.get(include=["embeddings"], limit=5)
+            vectors = got["embeddings"]
+            if vectors is not None and len(vectors) and len(vectors[0]) != self.dimensions():
+                wrong[name], samples[name] = len(vectors[0]), list(got["ids"])
+        return Health(
+            papers=len(fingerprints),
+            chunks=sum(per_paper.values()),
+            orphan_chunks=sum(n for d, n in per_paper.items() if d not in fingerprints),
+            papers_without_chunks=sorted(d for d in fingerprints if d not in per_paper),
+            stale=sum(1 for fp in fingerprints.values() if not fp.endswith(f":{self.index_version}")),
+            unreadable=unreadable,
+            wrong_dimension=wrong,
+            sample_ids=samples,
+        )
+
+    def fingerprints(self) -> dict[str, str]:
+        """doc_id -> stored fingerprint, for every paper."""
+        return self._stored()[0]
+
+    def _stored(self) -> tuple[dict[str, str], dict[str, str]]:
+        """doc_id -> stored fingerprint, and identity key -> doc_id (rag_bot/reading/identity.py), for every paper."""
+        out: dict[str, str] = {}
+        known: dict[str, str] = {}
+        for batch in self._iter_records(include=["metadatas"]):
+            for doc_id, meta in zip(batch["ids"], batch["metadatas"] or []):
+                meta = meta or {}
+                out[doc_id] = meta.get("fingerprint", "")
+                try:
+                    ids = json.loads(meta.get("identifiers", "{}"))
+                except (TypeError, ValueError):
+                    ids = {}
+                for key in identity.keys_of(str(meta.get("title", "")), str(meta.get("source", "")), ids):
+                    known.setdefault(key, doc_id)
+        return out, known
+
+    def all_papers(self) -> list[Paper]:
+        """Every stored paper (for BM25, name lookup and browsing)."""
+        papers: list[Paper] = []
+        for batch in self._iter_records(include=["documents", "metadatas"]):
+            for doc_id, text, meta in zip(batch["ids"], batch["documents"] or [], batch["metadatas"] or []):
+                try:
+                    papers.append(paper_from_record(doc_id, text or "", dict(meta or {})))
+                except ValueError as exc:  # one malformed record must not stop every question
+                    log.warning("paper %s skipped: %s; run `rag-bot doctor`", doc_id, exc)
+        return papers
+
+    def paper_vectors(self, doc_ids: Sequence[str]) -> dict[str, list[float]]:
+        """Whole-abstract vectors of the given papers."""
+        if not doc_ids:
+            return {}
+        got = self.papers.get(ids=list(dict.fromkeys(doc_ids)), include=["embeddings"])
+        return {i: list(v) for i, v in zip(got["ids"], got["embeddings"])}  # type: ignore[arg-type]
+
+    def paper_matrix(self) -> tuple[list[str], np.ndarray]:
+        """Every paper's id and whole-abstract vector, as float32 rows (read in batches)."""
+        ids: list[str] = []
+        rows: list[np.ndarray] = []
+        for batch in self._iter_records(include=["embeddings"]):
+            ids.extend(batch["ids"])
+            if len(batch["ids"]):
+                rows.append(np.asarray(batch["embeddings"], dtype=np.float32))
+        return ids, (np.concatenate(rows) if rows else np.zeros((0, 0), dtype=np.float32))
+
+    def _after_open(self) -> None:
+        self._clean_orphans_if_counts_disagree()

@@ -1,0 +1,273 @@
+"""The sentences of each abstract with their vectors, computed once and shared by grounding, the offline writer
+and quote matching.
+
+Embedding a paper's sentences is most of an offline answer's time (about 0.1 s of CPU per abstract, with MiniLM on
+two cores; docs/benchmarks.md), so it is done once per paper ever: vectors are kept in memory and, given the
+paper index, persisted in a third Chroma collection `<name>_sentences` beside the store (a folder or a Chroma
+server), filled as papers are first used (or ahead of time by `SentenceIndex.fill`). A record holds one paper:
+its id is the paper's doc_id, its embedding the normalised mean of its sentence vectors, and its metadata the
+key of what was embedded (model and sentences) and the sentence vectors themselves (float32, exactly the vectors
+a fresh computation gives, so an answer never depends on what is cached). A record whose key does not match the
+paper's current sentences is recomputed and overwritten. The store is a cache: any fault reading or writing it
+is logged and the vectors are computed instead.
+
+`prefetch(papers)` embeds every missing paper of a question in one model call (length-sorted batches across
+papers, a third less CPU than one call per paper).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import logging
+import re
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from rag_bot.store.embedding import MODEL_NAME, MiniLMEmbedding
+from rag_bot.store.index import SENTENCES_SUFFIX, PaperIndex
+from rag_bot.text import clean_markup, split_sentences
+from rag_bot.types import Paper
+
+log = logging.getLogger(__name__)
+
+CACHE_PAPERS = 5000  # papers whose sentence vectors are kept in memory (about 50 MB); cleared when full
+CACHE_PHRASES = 20000  # theme-label phrases whose vectors are kept
+READ_BATCH = 200  # papers read from the persisted collection per request
+WRITE_BATCH = 64  # papers written per request
+
+Entry = tuple[list[str], np.ndarray]
+
+
+# A number in square brackets in an abstract ("Silver et al. [2014]", "as in [3]") would read as one of the
+# answer's citation markers; the sentences carry it in round brackets.
+_BRACKETED_NUMBER = re.compile(r"\[(\d[\d,;\s–-]*)\]")
+
+
+def paper_sentences(paper: Paper) -> list[str]:
+    """The cleaned sentences of a paper's abstract (its title, or id, when it has no text), numbers in square
+    brackets put in round ones."""
+    clean = _BRACKETED_NUMBER.sub(r"(\1)", clean_markup(paper.text))
+    return split_sentences(clean) or [clean or paper.title or paper.doc_id]
+
+
+def sentence_key(sentences: Sequence[str], max_tokens: int, model: str = MODEL_NAME) -> str:
+    """What identifies a paper's sentence vectors: the model, its input limit and the exact sentences."""
+    payload = "\x1f".join([model, str(max_tokens), *sentences])
+    return hashlib.sha256(payload.encode()).hexdigest()[:24]
+
+
+def _pack(vectors: np.ndarray) -> str:
+    return base64.b64encode(np.ascontiguousarray(vectors, dtype="<f4").tobytes()).decode("ascii")
+
+
+def _unpack(text: str, rows: int) -> np.ndarray | None:
+    try:
+        raw = base64.b64decode(text.encode("ascii"), validate=True)
+    except (ValueError, UnicodeEncodeError):
+        return None
+    # The key names the model, so the size is the model's: rows x (bytes / rows / 4).
+    if rows <= 0 or not raw or len(raw) % (rows * 4):
+        return None
+    return np.frombuffer(raw, dtype="<f4").reshape(rows, len(raw) // (rows * 4)).astype(np.float32)
+
+
+class SentenceStore:
+    """The persisted sentence vectors of a paper index (`<name>_sentences`); a cache, so faults are not errors."""
+
+    def __init__(self, index: PaperIndex) -> None:
+        self.index = index
+        self.name = f"{index.settings.collection}{SENTENCES_SUFFIX}"  # named with the store (rag_bot/store/index.py)
+        self._collection: Any = None
+        self.failed = False  # set after a fault: the store is not used again by this process
+
+    def _open(self) -> Any:
+        if self._collection is None:
+            self._collection = self.index.client.get_or_create_collection(
+                self.name, metadata={"hnsw:space": "cosine"}, embedding_function=None)
+        return self._collection
+
+    def get(self, wanted: dict[str, str]) -> dict[str, np.ndarray]:
+        """Stored vectors of papers (doc_id -> key of their current sentences), those whose key matches only."""
+        if self.failed or not wanted:
+            return {}
+        out: dict[str, np.ndarray] = {}
+        ids = list(wanted)
+        try:
+            collection = self._open()
+            for start in range(0, len(ids), READ_BATCH):
+                got = collection.get(ids=ids[start:start + READ_BATCH], include=["metadatas"])
+                for doc_id, meta in zip(got["ids"], got["metadatas"] or []):
+                    meta = meta or {}
+                    if meta.get("key") != wanted.get(doc_id):
+                        continue  # the abstract (or the model) changed since: recomputed
+                    vectors = _unpack(str(meta.get("vectors", "")), int(meta.get("n", 0) or 0))
+                    if vectors is not None:
+                        out[doc_id] = vectors
+        except Exception as exc:  # a cache: the answer goes on without it
+            self._fault("read", exc)
+        return out
+
+    def put(self, entries: dict[str, tuple[str, np.ndarray]]) -> int:
+        """Persist papers' vectors (doc_id -> (key, vectors)); how many were written. Writes are skipped while
+        another process writes the store folder (an ingest holds its lock): the next use writes them."""
+        if self.failed or not entries:
+            return 0
+        written = 0
+        try:
+            with self.index.writer_lock(wait=False) as held:
+                if not held:
+                    log.debug("sentence vectors not persisted: the store is being written")
+                    return 0
+                collection = self._open()
+                items = list(entries.items())
+                for start in range(0, len(items), WRITE_BATCH):
+                    batch = items[start:start + WRITE_BATCH]
+                    means = []
+                    for _, (_, vectors) in batch:
+                        mean = vectors.mean(axis=0)
+                        means.append((mean / max(float(np.linalg.norm(mean)), 1e-12)).tolist())
+                    collection.upsert(
+                        ids=[doc_id for doc_id, _ in batch],
+                        embeddings=means,
+                        metadatas=[{"key": key, "n": int(vectors.shape[0]), "vectors": _pack(vectors)}
+                                   for _, (key, vectors) in batch],
+                    )
+                    written += len(batch)
+        except Exception as exc:
+            self._fault("write", exc)
+        return written
+
+    def count(self) -> int:
+        """Papers with persisted vectors (0 when the store cannot be read)."""
+        try:
+            return int(self._open().count())
+        except Exception as exc:
+            self._fault("read", exc)
+            return 0
+
+    def _fault(self, action: str, exc: Exception) -> None:
+        log.warning("the sentence-vector cache %s could not be %s (%s: %s); vectors are computed instead",
+                    self.name, "read" if action == "read" else "written", type(exc).__name__, exc)
+        log.debug("sentence-vector cache fault", exc_info=True)
+        self.failed = True
+
+
+class SentenceIndex:
+    """Clean sentences of papers and their unit vectors, cached by paper and text (in memory, and in the store's
+    `<name>_sentences` collection when built with `store`)."""
+
+    def __init__(self, embedder: MiniLMEmbedding, store: PaperIndex | None = None) -> None:
+        self.embedder = embedder
+        self.store = SentenceStore(store) if store is not None else None
+        self._cache: dict[tuple[str, int], Entry] = {}
+        self._phrases: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _key(paper: Paper) -> tuple[str, int]:
+        return paper.doc_id, hash(paper.text)
+
+    def of(self, paper: Paper) -> Entry:
+        """The cleaned sentences of a paper and their embeddings."""
+        found = self._cache.get(self._key(paper))
+        if found is not None:
+            return found
+        return self._fill([paper])[self._key(paper)]
+
+    def prefetch(self, papers: Iterable[Paper]) -> None:
+        """Make the sentence vectors of these papers ready: those not in memory are read from the store, the rest
+        embedded together in one model call. Call it with a question's candidates before scoring them."""
+        missing = {self._key(p): p for p in papers if self._key(p) not in self._cache}
+        if missing:
+            self._fill(list(missing.values()))
+
+    def batched(self, *groups: Sequence[Paper]) -> Callable[[Paper], np.ndarray]:
+        """A paper's sentence vectors (as grounding takes them) for one question: the first use of a paper of a
+        group makes the whole group ready at once (`prefetch`), so its missing papers go through one model call;
+        a paper of no group is made ready alone."""
+        members = [{self._key(p) for p in group} for group in groups]
+
+        def vectors(paper: Paper) -> np.ndarray:
+            key = self._key(paper)
+            if key not in self._cache:
+                group = next((g for g, keys in zip(groups, members) if key in keys), [paper])
+                self.prefetch(group)
+            return self.of(paper)[1]
+
+        return vectors
+
+    def fill(self, papers: Sequence[Paper], batch: int = 64) -> int:
+        """Compute and persist the sentence vectors of every paper that the store lacks (ahead of questions, e.g.
+        after an ingest); how many papers were embedded. Memory is bounded: the vectors are not kept."""
+        embedded = 0
+        for start in range(0, len(papers), batch):
+            embedded += self._vectors([(p, paper_sentences(p)) for p in papers[start:start + batch]])[1]
+        return embedded
+
+    def _fill(self, papers: Sequence[Paper]) -> dict[tuple[str, int], Entry]:
+        # One lock: concurrent first questions on one paper embed it once.
+        with self._lock:
+            out: dict[tuple[str, int], Entry] = {}
+            todo: dict[tuple[str, int], tuple[Paper, list[str]]] = {}
+            for paper in papers:
+                key = self._key(paper)
+                if key in self._cache:
+                    out[key] = self._cache[key]
+                else:
+                    todo[key] = (paper, paper_sentences(paper))
+            if not todo:
+                return out
+            vectors, _ = self._vectors(list(todo.values()))
+            if len(self._cache) + len(todo) > CACHE_PAPERS:
+                log.debug("sentence cache full (%d papers): cleared", len(self._cache))
+                self._cache.clear()
+            for key, (paper, sentences) in todo.items():
+                self._cache[key] = out[key] = (sentences, vectors[paper.doc_id])
+            return out
+
+    def _vectors(self, todo: Sequence[tuple[Paper, list[str]]]) -> tuple[dict[str, np.ndarray], int]:
+        """The sentence vectors of papers (with their sentences): read from the store where it holds them for
+        exactly these sentences, the rest embedded in one model call and persisted; also how many were embedded."""
+        keys = {paper.doc_id: sentence_key(s, self.embedder.max_tokens, self.embedder.name) for paper, s in todo}
+        vectors = self.store.get(keys) if self.store is not None else {}
+        missing = [(p, s) for p, s in todo if p.doc_id not in vectors or vectors[p.doc_id].shape[0] != len(s)]
+        computed: dict[str, tuple[str, np.ndarray]] = {}
+        if missing:
+            for (paper, _), found in zip(missing, self._embed([s for _, s in missing])):
+                vectors[paper.doc_id] = found
+                computed[paper.doc_id] = (keys[paper.doc_id], found)
+            if self.store is not None:
+                self.store.put(computed)
+        return vectors, len(missing)
+
+    def _embed(self, groups: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """Vectors of several papers' sentences, from one model call (batches sorted by length across papers)."""
+        flat = [s for group in groups for s in group]
+        vectors = self.embedder.embed(flat)
+        bounds = np.cumsum([len(g) for g in groups])[:-1]
+        return list(np.split(vectors, bounds))
+
+    def phrase_vectors(self, phrases: Sequence[str]) -> np.ndarray:
+        """Vectors of short phrases (theme label candidates), cached: the same phrases recur across answers."""
+        missing = [t for t in dict.fromkeys(phrases) if t not in self._phrases]
+        if missing:
+            if len(self._phrases) >= CACHE_PHRASES:
+                self._phrases.clear()
+            self._phrases.update(zip(missing, self.embedder.embed(missing)))
+        return np.stack([self._phrases[t] for t in phrases]) if phrases else np.zeros((0, 0))
+
+    def query_vector(self, text: str) -> np.ndarray:
+        """A question's vector (the embedder caches recent questions)."""
+        return np.asarray(self.embedder.get_query_embedding(text))
+
+    def best_quote(self, paper: Paper, claims: Sequence[str]) -> str:
+        """The sentence of the paper's abstract that best supports the claims citing it (the first without claims)."""
+        sentences, vectors = self.of(paper)
+        if not claims:
+            return sentences[0]
+        similarity = vectors @ self.embedder.embed(list(claims)).T  # unit vectors: cosine similarity
+        return sentences[int(np.argmax(similarity.max(axis=1)))]

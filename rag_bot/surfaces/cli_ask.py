@@ -1,0 +1,155 @@
+"""`rag-bot ask`: one question, several, or a batch file; the answer streamed, as text or as JSON, with its references."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import Any, TextIO
+
+from rag_bot.errors import EmptyQuestionError, NoIndexError, StoreError
+from rag_bot.settings import Settings
+from rag_bot.surfaces.cli_common import (
+    BadFlag,
+    _fail,
+    _filters,
+    _print_answer,
+    _print_sources,
+)
+
+log = logging.getLogger(__name__)
+
+
+def _questions(args: argparse.Namespace) -> list[str]:
+    """The question, or the non-blank lines of the batch (a line that is not UTF-8 is reported and skipped);
+    `BadFlag` when the batch holds no question at all."""
+    if not args.batch:
+        return [" ".join(args.question)]
+    if args.batch == "-":
+        data = sys.stdin.buffer.read()
+    else:
+        with open(args.batch, "rb") as stream:
+            data = stream.read()
+    where = "standard input" if args.batch == "-" else args.batch
+    questions = []
+    lines = data.splitlines()
+    for lineno, raw in enumerate(lines, start=1):
+        try:
+            line = raw.decode("utf-8").strip()
+        except UnicodeDecodeError as exc:
+            print(f"rag-bot: {where}, line {lineno}: not valid UTF-8 (byte 0x{raw[exc.start]:02x}); skipped",
+                  file=sys.stderr)
+            continue
+        if _visible(line):  # a line of only NULs, a byte-order mark or zero-width spaces holds no question
+            questions.append(line)
+    if not questions:
+        skipped = f"{len(lines)} line{'' if len(lines) == 1 else 's'} skipped"
+        raise BadFlag(f"no question in {where} ({skipped}); put one question per line")
+    return questions
+
+
+def _visible(text: str) -> bool:
+    from rag_bot.engine import clean_question
+
+    return bool(clean_question(text))
+
+
+def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
+    """Answer one question, or one per line of a batch file, with citations."""
+    if args.batch and args.question:
+        return _fail("give either a question or --batch FILE, not both", 2)
+    try:
+        questions = _questions(args)
+    except OSError as exc:
+        return _fail(f"cannot read {args.batch}: {exc.strerror}", 2)
+    if not args.batch and not _visible(questions[0]):
+        return _fail("the question is empty; try: rag-bot ask \"what does the collection say about X?\"", 2)
+    try:
+        questions[0].encode("utf-8")
+    except UnicodeEncodeError:  # bytes that are not UTF-8 on the command line arrive as lone surrogates
+        return _fail("the question is not valid UTF-8 text; check the terminal's encoding", 2)
+    filters = _filters(args)
+    from rag_bot.engine import Engine
+
+    engine = Engine(settings)
+    engine.require_index()
+    failed = 0
+    for n, question in enumerate(questions, start=1):
+        try:
+            if args.stream and not args.json:
+                answer = _stream_answer(engine, question, args.mode, sys.stdout, filters)
+            else:  # --json keeps standard output one JSON object per question, so nothing is streamed there
+                answer = engine.ask(question, mode=args.mode, filters=filters)
+        except BrokenPipeError:
+            raise
+        except Exception as exc:
+            if not args.batch:
+                raise  # one question: `main` reports it
+            # A batch goes on (a Chroma server that went away may come back): one line per failed question.
+            failed += 1
+            message = _batch_failure(exc)
+            print(f"rag-bot: question {n} of {len(questions)} failed: {message}", file=sys.stderr, flush=True)
+            if args.json:
+                from rag_bot.engine import clean_question
+
+                print(json.dumps({"question": clean_question(question), "error": message}, ensure_ascii=False),
+                      flush=True)
+            elif args.stream:
+                print(flush=True)  # end the half-written answer's line
+            continue
+        if answer.notice:
+            print(f"rag-bot: {answer.notice}", file=sys.stderr, flush=True)
+        references = _references(engine, answer, args.cite) if args.cite else None
+        if args.json:
+            obj = answer.to_json()
+            if references is not None:
+                obj["references"] = references
+            print(json.dumps(obj, ensure_ascii=False), flush=True)
+        else:
+            if not args.stream:
+                _print_answer(answer, sys.stdout)
+            if references:
+                print(f"\nReferences ({args.cite}):\n{references}", end="", flush=True)
+        if len(questions) > 1 and not args.json:
+            print("\n---\n")
+    return 1 if failed else 0
+
+
+def _batch_failure(exc: Exception) -> str:
+    """The one line a batch prints for a question that failed (the traceback goes to DEBUG logging)."""
+    if isinstance(exc, StoreError | NoIndexError | EmptyQuestionError):
+        return str(exc)
+    log.debug("unexpected error", exc_info=True)
+    return f"unexpected error ({type(exc).__name__}); run with RAG_BOT_LOG_LEVEL=DEBUG for details"
+
+
+def _references(engine: Any, answer: Any, fmt: str) -> str:
+    """The answer's cited papers as BibTeX, RIS or CSL-JSON."""
+    from rag_bot.writing.references import cited_papers, export
+
+    return export(cited_papers([answer], engine.papers), fmt)  # type: ignore[arg-type]
+
+
+def _stream_answer(engine: Any, question: str, mode: str | None, out: TextIO, filters: Any = None) -> Any:
+    """Print the answer's text as it is written, then its sources; returns the final `Answer`."""
+    from rag_bot.types import Answer
+
+    shown: list[str] = []
+    answer: Any = None
+    for event in engine.stream(question, mode=mode, filters=filters):
+        if isinstance(event, Answer):
+            answer = event
+        else:
+            shown.append(event)
+            out.write(event)
+            out.flush()
+    text = "".join(shown).strip()
+    if text != answer.answer:
+        # The model failed mid-answer and the offline composer answered instead: the checked answer is what counts.
+        out.write("\n\n---\n" if text else "")
+        out.write(answer.answer)
+    out.write("\n")
+    _print_sources(answer, out)
+    out.flush()
+    return answer

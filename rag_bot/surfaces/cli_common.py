@@ -1,0 +1,62 @@
+"""What the CLI's commands share: printing an answer and its sources, a failure as one line, the filter flags."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+
+def _print_answer(answer: Any, out: TextIO) -> None:
+    out.write(answer.answer + "\n")
+    _print_sources(answer, out)
+
+
+def _print_sources(answer: Any, out: TextIO) -> None:
+    if answer.citations:
+        out.write("\nSources:\n")
+        for c in answer.citations:
+            out.write(f"[{c.n}] {c.title} ({c.doc_id}, {c.source})\n    “{c.quote}”\n")
+
+
+def _fail(message: str, code: int = 1) -> int:
+    print(f"rag-bot: {message}", file=sys.stderr)
+    return code
+
+
+def _unreadable(path: Path, typed: str) -> str | None:
+    """Why a path given to `ingest` (`typed` as the user wrote it) cannot be read; None when it can."""
+    if not path.exists():
+        return f"no such file or folder: {typed}"
+    try:
+        if path.is_dir():
+            os.listdir(path)
+        else:
+            with open(path, "rb"):
+                pass
+    except OSError as exc:
+        return f"cannot read {typed}: {exc.strerror or exc}"
+    return None
+
+
+class BadFlag(ValueError):
+    """A flag's value cannot be used; `main` prints it as one line and exits with status 2."""
+
+
+def _filters(args: argparse.Namespace) -> Any:
+    """The --venue/--year/--author/--source flags as `Filters` (None when none is given); `BadFlag` if bad."""
+    from rag_bot.types import Filters
+
+    try:
+        return Filters.parse(venue=args.venue, year=args.year, author=args.author, source=args.source)
+    except ValueError as exc:
+        raise BadFlag(str(exc)) from None
+
+
+def _add_filter_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--venue", help="only papers of this venue (part of the name, any case), e.g. ICML")
+    p.add_argument("--year", help="only papers of this year or range: 2026, 2024-2026, 2024-, -2023")
+    p.add_argument("--author", help="only papers with an author whose name contains this (any case)")
+    p.add_argument("--source", help="only papers from a source file whose name contains this")

@@ -1,0 +1,213 @@
+"""The CLI's store commands: `ingest` (and `--reembed`, `--rebuild`), `export` and `import`, `stats`, `doctor`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rag_bot.errors import StoreError
+from rag_bot.settings import Settings
+from rag_bot.surfaces.cli_common import (
+    BadFlag,
+    _fail,
+    _filters,
+    _unreadable,
+)
+
+
+def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
+    """Index the given files and folders (default: the seeds folder)."""
+    if args.reembed:
+        return _reembed(args, settings)
+    paths = [Path(p) for p in args.paths] or [settings.seed_path()]
+    # Every path is checked before anything is written: a mistyped one must not cost a rebuild (or a prune) its store.
+    for typed, path in zip(args.paths or [str(paths[0])], paths):
+        problem = _unreadable(path, typed)
+        if problem:
+            return _fail(f"{problem}; nothing was changed (check the path and run the same command again)", 2)
+        if args.rebuild and not settings.chroma_url and path.absolute().is_relative_to(settings.storage.absolute()):
+            return _fail(f"{typed} is inside the store folder {settings.storage}, which --rebuild moves aside; "
+                         f"move it out of there first; nothing was changed", 2)
+    from tqdm import tqdm
+
+    from rag_bot.engine import Engine
+
+    if args.rebuild:
+        from rag_bot.reading.corpus import scan_paths
+        from rag_bot.store.repair import rebuild_store
+
+        # A rebuild sets a store aside: only for sources that give papers back (an empty folder, a damaged file
+        # or /dev/null would leave an empty store in place of a healthy one).
+        scan = scan_paths(paths, max_chars=settings.max_abstract_chars)
+        if not scan.papers:
+            for read_problem in scan.problems:
+                print(f"warning: {read_problem}", file=sys.stderr)
+            return _fail("no paper could be read from these paths, so the store was not rebuilt; nothing was "
+                         "changed (give the sources of the collection)", 2)
+        print(f"Rebuilding the store: {rebuild_store(settings)}.", file=sys.stderr)
+    engine = Engine(settings)
+    bar: Any = None
+
+    def on_read(result: Any) -> None:
+        nonlocal bar
+        for problem in result.problems:
+            print(f"warning: {problem}", file=sys.stderr)
+        bar = tqdm(total=len(result.papers), unit="paper", desc="Indexing", disable=args.quiet, file=sys.stderr)
+
+    report, result = engine.ingest(paths, prune=args.prune, progress=lambda n: bar.update(n), on_read=on_read)
+    if bar is not None:
+        bar.close()
+    if args.prune and (result.problems or not result.papers):
+        why = "some input could not be read" if result.problems else "no paper was read"
+        print(f"warning: --prune was skipped because {why}", file=sys.stderr)
+    print(f"Read {len(result.papers)} papers from {result.files} files: {report}. "
+          f"The index holds {engine.index.count()} papers.")
+    if not result.papers and result.problems:
+        return 1
+    return 0
+
+
+def _reembed(args: argparse.Namespace, settings: Settings) -> int:
+    """`ingest --reembed`: move the stored collection to the model the settings choose (rag_bot/store/reembed.py)."""
+    if args.paths or args.prune or args.rebuild:
+        return _fail("--reembed reads the papers from the store: give it no paths, --prune or --rebuild", 2)
+    from tqdm import tqdm
+
+    from rag_bot.store.reembed import reembed
+
+    bar: Any = None
+
+    def on_start(total: int) -> None:
+        nonlocal bar
+        bar = tqdm(total=total, unit="paper", desc="Re-embedding", disable=args.quiet, file=sys.stderr)
+
+    try:
+        moved, said = reembed(settings, progress=lambda n: bar.update(n), on_start=on_start)
+    finally:
+        if bar is not None:
+            bar.close()
+    print(f"Moved {moved} papers: {said}.")
+    return 0
+
+
+EXPORT_FORMATS = {".bib": "bibtex", ".ris": "ris", ".json": "csl"}  # by the file's extension, unless --format
+
+
+def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    """Write the collection (or the papers the filters pass) as BibTeX, RIS or CSL-JSON, which `rag-bot ingest`
+    reads back into the same papers; or the whole store (papers, metadata, vectors) as one portable file."""
+    from rag_bot.engine import Engine
+    from rag_bot.store.portable import export_collection
+
+    path = Path(args.file)
+    fmt = args.format or EXPORT_FORMATS.get(path.suffix.lower(), "portable")
+    try:
+        filters = _filters(args)
+    except BadFlag as exc:
+        return _fail(str(exc), 2)
+    if filters is not None and fmt == "portable":
+        return _fail("the filters choose papers for --format bibtex, ris or csl; a portable file holds the whole "
+                     "store", 2)
+    if path.exists() and not args.force:
+        return _fail(f"{path} exists; give another name or --force to overwrite it", 2)
+    engine = Engine(settings)
+    engine.require_index()
+    try:
+        if fmt != "portable":
+            from rag_bot.writing.references import export
+
+            papers = [p for p in engine.papers.values() if filters is None or filters.matches(p)]
+            if not papers:
+                return _fail("no paper passes these filters; nothing written", 1)
+            path.write_text(export(papers, fmt), encoding="utf-8")  # type: ignore[arg-type]
+            print(f"Wrote {len(papers)} papers to {path} ({fmt}).")
+            return 0
+        counts = export_collection(engine.index, path)
+    except OSError as exc:
+        return _fail(f"cannot write {path}: {exc.strerror or exc}")
+    print(f"Wrote {counts['papers']} papers and {counts['chunks']} chunks to {path}.")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    """Load a portable collection file into the store, embedding nothing."""
+    from rag_bot.engine import Engine
+    from rag_bot.store.portable import import_collection
+
+    path = Path(args.file)
+    if not path.is_file():
+        return _fail(f"no such file: {path}", 2)
+    engine = Engine(settings)
+    try:
+        counts = import_collection(engine.index, path)
+    except ValueError as exc:  # the file is not sound: nothing was written
+        return _fail(f"{exc}; nothing was imported", 2)
+    replaced = f" ({counts['replaced']} replaced)" if counts.get("replaced") else ""
+    print(f"Imported {counts['papers']} papers{replaced} and {counts['chunks']} chunks from {path}. "
+          f"The index holds {engine.index.count()} papers.")
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
+    """Print the size and place of the index."""
+    from rag_bot.engine import Engine
+
+    stats = Engine(settings).stats()
+    if args.json:
+        print(json.dumps(stats))
+    else:
+        print(f"{stats['papers']} papers, {stats['chunks']} chunks in the {stats['store']}")
+        print(f"embedding: {stats['embedding']}")
+        for source, n in stats["sources"].items():
+            print(f"  {source}: {n}")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
+    """Check the store: exit 0 when healthy, else 1 with the fix."""
+    from rag_bot.store.chroma import store_label
+    from rag_bot.store.index import PaperIndex
+    print(f"store: {store_label(settings)}")
+    try:
+        index = PaperIndex(settings)
+        health = index.health()
+    except StoreError as exc:
+        print(f"problem: {exc}")
+        return 1
+    print(f"papers: {health.papers}, chunks: {health.chunks}, embedding: {index.index_version}")
+    problems = []
+    if health.orphan_chunks:
+        problems.append(f"{health.orphan_chunks} chunks belong to no paper (an interrupted or failed ingest)")
+    if health.papers_without_chunks:
+        shown = ", ".join(health.papers_without_chunks[:5])
+        more = "" if len(health.papers_without_chunks) <= 5 else ", ..."
+        problems.append(f"{len(health.papers_without_chunks)} papers have no chunks ({shown}{more})")
+    if health.stale:
+        problems.append(f"{health.stale} papers were indexed with another model or chunking")
+    # Records no ingest rewrites (their fingerprints match the sources): fixed by a sound import or a rebuild.
+    broken = []
+    if health.unreadable:
+        shown = "; ".join(f"{d}: {why}" for d, why in list(health.unreadable.items())[:5])
+        more = "" if len(health.unreadable) <= 5 else "; ..."
+        broken.append(f"{len(health.unreadable)} papers have metadata that cannot be read, so questions skip "
+                      f"them ({shown}{more})")
+    for name, dimension in health.wrong_dimension.items():
+        shown = ", ".join(health.sample_ids.get(name, []))
+        broken.append(f"every record of the {name} collection has {dimension}-dimensional vectors; the model makes "
+                      f"{index.dimensions()} (e.g. {shown}), so every question fails")
+    if not problems and not broken:
+        print("healthy" if health.papers else "healthy (empty: run `rag-bot ingest`)")
+        return 0
+    for problem in problems + broken:
+        print(f"problem: {problem}")
+    if problems:
+        print("fix: run `rag-bot ingest` with the same sources (it finishes what is missing); "
+              "if that fails, run `rag-bot ingest --rebuild` to rebuild the store from the sources")
+    if broken:
+        print("fix: run `rag-bot ingest --rebuild` with the sources (the store is moved aside, never deleted), or "
+              "import a sound file exported by this rag-bot into a new store "
+              "(`rag-bot --storage NEW_FOLDER import FILE`); re-importing a sound file also replaces unreadable papers")
+    return 1

@@ -1,0 +1,303 @@
+"""The page: the panels put together (`build_app`), logins, upload checks, first indexing and `serve`."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rag_bot.engine import Engine
+from rag_bot.logs import configure_logging
+from rag_bot.settings import Settings
+from rag_bot.surfaces.access import Door, Sessions, http_server, open_routes
+
+log = logging.getLogger(__name__)
+
+# Answers run side by side in this many of Gradio's queue slots (uploads have their own, see collection.py).
+ANSWER_CONCURRENCY = 8
+
+CSS = """
+.status-line { font-size: 0.9em; opacity: 0.85; }
+.sources-panel { max-height: 72vh; overflow-y: auto; }
+.src-card { border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 8px 10px;
+            margin: 6px 0; scroll-margin: 12px; }
+.src-card.flash { animation: src-flash 1.6s ease-out; }
+@keyframes src-flash { from { background: #fff3b0; } to { background: transparent; } }
+.src-n { font-weight: 700; margin-right: 4px; }
+.src-title { font-weight: 600; }
+.src-meta { font-size: 0.85em; opacity: 0.8; margin: 2px 0 4px; }
+.src-abstract { font-size: 0.9em; line-height: 1.45; }
+.src-abstract mark { background: #ffe58a; color: inherit; padding: 0 1px; }
+a.cite { text-decoration: none; font-weight: 600; }
+.turn-sources > summary { cursor: pointer; font-weight: 600; margin-top: 6px; }
+"""
+
+# A click on an inline [n] scrolls to (and flashes) its source card, opening the answer's section first.
+HEAD = """
+<script>
+document.addEventListener("click", function (event) {
+  var link = event.target && event.target.closest ? event.target.closest('a[href^="#src-"]') : null;
+  if (!link) { return; }
+  event.preventDefault();
+  event.stopPropagation();
+  var card = document.getElementById(link.getAttribute("href").slice(1));
+  if (!card) { return; }
+  var section = card.closest("details");
+  if (section) { section.open = true; }
+  card.scrollIntoView({behavior: "smooth", block: "nearest"});
+  card.classList.remove("flash"); void card.offsetWidth; card.classList.add("flash");
+}, true);
+</script>
+"""
+
+
+def auth_pairs(value: str | None) -> list[tuple[str, str]] | None:
+    """RAG_BOT_AUTH as Gradio logins: `user:password`, or a file of such lines (# comments allowed)."""
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else [value]
+    pairs = []
+    for line in lines:
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        user, sep, password = line.partition(":")
+        if not sep or not user.strip() or not password:
+            raise ValueError("RAG_BOT_AUTH must be user:password or a file of user:password lines")
+        pairs.append((user.strip(), password))
+    if not pairs:
+        raise ValueError(f"RAG_BOT_AUTH file {path} holds no user:password line")
+    return pairs
+
+
+class LoginThrottle:
+    """Gradio's `auth` callable: checks a user:password, but after `max_failures` wrong attempts for a user
+    from one client within `window` seconds, rejects that user from that client without checking for a
+    lockout that doubles with each further lockout (from `window`, at most `max_lockout`). A success resets."""
+
+    def __init__(self, pairs: list[tuple[str, str]], max_failures: int = 5, window: float = 60.0,
+                 max_lockout: float = 3600.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.passwords = dict(pairs)
+        self.max_failures = max_failures
+        self.window = window
+        self.max_lockout = max_lockout
+        self.clock = clock
+        self.failures: dict[tuple[str, str], list[float]] = {}
+        self.lockouts: dict[tuple[str, str], int] = {}
+        self.locked_until: dict[tuple[str, str], float] = {}
+        self.lock = threading.Lock()
+
+    def __call__(self, username: str, password: str) -> bool:
+        return self.check(username, password, _login_client())
+
+    def check(self, username: str, password: str, client: str = "?") -> bool:
+        key = (username, client)
+        now = self.clock()
+        with self.lock:
+            if self.locked_until.get(key, 0.0) > now:
+                log.warning("login for %r from %s refused unchecked: locked out for %.0f s more", username, client,
+                            self.locked_until[key] - now)
+                return False
+            expected = self.passwords.get(username)
+            if expected is not None and hmac.compare_digest(password.encode("utf-8", "replace"),
+                                                            expected.encode("utf-8", "replace")):
+                self.failures.pop(key, None)
+                self.lockouts.pop(key, None)
+                return True
+            recent = [t for t in self.failures.get(key, []) if now - t < self.window] + [now]
+            self.failures[key] = recent
+            if len(recent) >= self.max_failures:
+                count = self.lockouts.get(key, 0)
+                seconds = min(self.window * 2**count, self.max_lockout)
+                self.lockouts[key] = count + 1
+                self.locked_until[key] = now + seconds
+                self.failures[key] = []
+                log.warning("%d failed logins for %r from %s within %.0f s: locked out for %.0f s",
+                            len(recent), username, client, self.window, seconds)
+            return False
+
+
+def _login_client() -> str:
+    """The address of the client whose login Gradio is checking. Gradio calls `auth(username, password)` from
+    its /login route without the request, so it is taken from that route's frame; "?" if not found."""
+    frame = sys._getframe(2)
+    for _ in range(4):
+        if frame is None:
+            break
+        request = frame.f_locals.get("request")
+        client = getattr(request, "client", None)
+        if client is not None:
+            return str(getattr(client, "host", "?"))
+        frame = frame.f_back  # type: ignore[assignment]
+    return "?"
+
+
+def ensure_index(engine: Engine) -> None:
+    """Index the seeds folder when the store is empty (first `make run`), with a progress bar on stderr."""
+    if engine.index.count() > 0:
+        return
+    from tqdm import tqdm
+
+    log.info("No index yet: indexing %s ...", engine.settings.seed_path())
+    bar: Any = None
+
+    def on_read(result: Any) -> None:
+        nonlocal bar
+        for problem in result.problems:
+            log.warning("%s", problem)
+        bar = tqdm(total=len(result.papers), unit="paper", desc="Indexing", file=sys.stderr)
+
+    engine.ingest([engine.settings.seed_path()], progress=lambda n: bar.update(n), on_read=on_read)
+    if bar is not None:
+        bar.close()
+
+
+def build_app(engine: Engine, library: Any = None) -> Any:
+    """The chat page on an engine: a status line over three tabs (Chat with its sources, Collection, Map).
+    `library`: the `Library` view of the engine to use (tests pass their own to look inside)."""
+    import gradio as gr
+
+    from rag_bot.surfaces.ui.base import Library, Shared
+    from rag_bot.surfaces.ui.chat import ChatPanel
+    from rag_bot.surfaces.ui.collection import CollectionPanel
+    from rag_bot.surfaces.ui.history import HistoryPanel
+    from rag_bot.surfaces.ui.map import MapPanel
+    from rag_bot.surfaces.ui.sources import SourcesPanel
+
+    library = library or Library(engine)
+    # Gradio's own copies of uploads and exports are deleted after an hour (and all at restart).
+    with gr.Blocks(title="rag-bot", analytics_enabled=False, fill_width=True, delete_cache=(600, 3600)) as app:
+        gr.Markdown("## rag-bot · cited answers about research abstracts")
+        shared = Shared(
+            status=gr.Markdown(library.status(), elem_classes="status-line", elem_id="status"),
+            turns=gr.State([]),
+            conversation=gr.State(None),
+        )
+        sources = SourcesPanel(library)
+        chat = ChatPanel(library, sources, shared)
+        collection = CollectionPanel(library, shared)
+        cmap = MapPanel(library, shared)
+        history = HistoryPanel(library, chat, shared)
+        with gr.Tabs():
+            with gr.Tab("Chat", id="chat"):
+                with gr.Row():
+                    with gr.Column(scale=3):
+                        chat.render()
+                        history.render()
+                    with gr.Column(scale=2):
+                        sources.render()
+            collection.render()
+            cmap.render()
+
+        answered = chat.register_events()
+        history.register_events(app, answered)
+        cmap.refresh_legend(collection.register_events())
+        cmap.register_events()
+    return app
+
+
+def serve(settings: Settings | None = None) -> None:
+    """Index the seeds if needed, then serve the chat at http://host:port."""
+    settings = settings or Settings()
+    configure_logging(settings.log_level)  # as `rag-bot serve` does (also for app.py at the root)
+    try:
+        auth = auth_pairs(settings.auth)
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"error: {exc}") from None
+    problem = open_routes(settings.host, logins=bool(auth), api_key=settings.api_key)
+    if problem:  # checked before the store is opened: nothing is written by a server that does not start
+        log.error("refusing to start: %s", problem)
+        raise SystemExit(f"rag-bot: refusing to start: {problem}")
+    engine = Engine(settings)
+    ensure_index(engine)
+    engine.retriever  # load BM25 and names before the first question  # noqa: B018
+    app = build_app(engine)
+    base = f"http://{engine.settings.host}:{engine.settings.port}"
+    needs = " or ".join(w for w, on in (("a login", bool(auth)), ("the bearer key", bool(engine.settings.api_key)))
+                        if on)
+    print(f"rag-bot chat on {base}{' (login required)' if auth else ''}; OpenAI-compatible API at {base}/v1, "
+          f"MCP at {base}/mcp{f' ({needs} required)' if needs else ''}", file=sys.stderr)
+    serve_with_api(app, engine, auth)
+
+
+def serve_with_api(app: Any, engine: Engine, auth: list[tuple[str, str]] | None = None) -> None:
+    """Serve the chat with the OpenAI-compatible API (/v1) and the MCP endpoint (/mcp) beside it, on one port."""
+    http_server(chat_server(app, engine, auth), engine.settings.host, engine.settings.port).run()
+
+
+def chat_server(app: Any, engine: Engine, auth: list[tuple[str, str]] | None = None) -> Any:
+    """The ASGI app `serve` runs: /v1 and /mcp behind one `Door` (with logins on, the chat's session cookie or the
+    API key), the permalinks (open by design: a token is the permission), and the chat at "/"."""
+    import gradio as gr
+    from fastapi import FastAPI
+    from starlette.routing import Mount
+
+    from rag_bot.surfaces.api import mount_api
+    from rag_bot.surfaces.mcp_server import mount_mcp
+
+    settings = engine.settings
+    sessions = Sessions() if auth else None
+    door = Door.of(settings, sessions)
+    server = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)  # /v1/docs documents the API, behind the door
+    mount_api(server, engine, door=door)  # before Gradio takes "/"
+    mount_mcp(server, engine, door=door)
+    mount_permalinks(server, engine)
+    app.queue(default_concurrency_limit=ANSWER_CONCURRENCY)
+    server = gr.mount_gradio_app(
+        server, app, path="/",
+        auth=LoginThrottle(auth) if auth else None,
+        auth_message="rag-bot: log in with the user and password from RAG_BOT_AUTH." if auth else None,
+        show_error=False, max_file_size=f"{settings.max_upload_mb}mb", css=CSS, head=HEAD, footer_links=["api"],
+        app_kwargs={"openapi_url": None},  # Gradio's own route list, served without a login; the page needs none
+    )
+    if sessions is not None:  # the sessions live in the Gradio app mounted at "/"
+        sessions.app = next(r.app for r in server.routes if isinstance(r, Mount) and r.path == "")
+    return server
+
+
+def mount_permalinks(server: Any, engine: Engine) -> None:
+    """`GET /answer/<token>`: one saved answer as a small read-only HTML page (anyone holding the token may read
+    it; the token is random and unguessable). Everything on it is escaped; the page runs no script."""
+    from fastapi.responses import HTMLResponse
+
+    from rag_bot.store.conversations import Conversations
+    from rag_bot.surfaces.ui.render import permalink_page
+
+    store = Conversations(engine.settings.data_path())
+    headers = {
+        "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; "
+                                   "form-action 'none'; frame-ancestors 'none'",
+        "Referrer-Policy": "no-referrer",
+        "X-Content-Type-Options": "nosniff",
+        "X-Robots-Tag": "noindex",
+        "Cache-Control": "private, no-store",
+    }
+
+    @server.get("/answer/{token}", include_in_schema=False)
+    def permalink(token: str) -> HTMLResponse:
+        saved = store.shared(token)
+        if saved is None:
+            return HTMLResponse(permalink_page(None, {}), status_code=404, headers=headers)
+        return HTMLResponse(permalink_page(saved.turn, engine.papers, saved.time), headers=headers)
+
+
+def launch(app: Any, settings: Settings, auth: list[tuple[str, str]] | None = None, **kwargs: Any) -> Any:
+    """Serve a built app as `serve` does: answers in parallel slots, logins throttled, uploads size-capped."""
+    return app.queue(default_concurrency_limit=ANSWER_CONCURRENCY).launch(
+        server_name=settings.host,
+        server_port=settings.port,
+        show_error=False,
+        auth=LoginThrottle(auth) if auth else None,
+        auth_message="rag-bot: log in with the user and password from RAG_BOT_AUTH." if auth else None,
+        max_file_size=f"{settings.max_upload_mb}mb",
+        css=CSS,
+        head=HEAD,
+        footer_links=["api"],
+        **kwargs,
+    )

@@ -1,0 +1,197 @@
+"""Answer writers: sources -> streamed text and a checked, cited `Answer`. They never touch the store.
+
+`PaperSynthesizer` is the contract of every writer (the offline one here, the LLM one in rag_bot/writing/llm.py): the
+llama-index response synthesizer both writers implement; it reads the ranked,
+grounded paper nodes of the query engine and lets the writer write from the marked sources, or declines.
+The offline writer is extractive, deterministic and cited: no network and no LLM.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from abc import abstractmethod
+from collections.abc import Generator, Iterator, Sequence
+from typing import Any
+
+from llama_index.core.base.response.schema import StreamingResponse
+from llama_index.core.indices.prompt_helper import ChatPromptHelper, PromptHelper
+from llama_index.core.llms.mock import MockLLM
+from llama_index.core.response_synthesizers.base import BaseSynthesizer
+from llama_index.core.schema import NodeWithScore
+
+from rag_bot.nodes import PaperQuery, marked_sources, missing_note, scored_paper
+from rag_bot.settings import Settings
+from rag_bot.store.sentences import SentenceIndex
+from rag_bot.text import clean_markup
+from rag_bot.topics import topic_query
+from rag_bot.types import Answer, Filters, Mode, ScoredPaper
+from rag_bot.writing.citations import support_scores
+
+log = logging.getLogger(__name__)
+
+RETRIEVED_IN_ANSWER = 10  # ranked papers listed in an answer's `retrieved`
+QUOTED_TOPIC_WORDS = 12  # a refusal quotes the question's topic back when it is at most this long (not a pasted abstract)
+# The words a question opens with before its topic ("how well do", "is there", "what are"), not quoted back.
+_QUESTION_LEAD = re.compile(r"^(?:(?:how(?: well| much| far)?|what|which|why|when|where|who)\s+(?:do|does|did|is|are|"
+                            r"can|could|would|should|was|were)\s+|(?:is|are) there (?:any )?|(?:do|does|can|could) )",
+                            re.IGNORECASE)
+_COMPARE = re.compile(
+    r"\b(compare|comparison|contrast|versus|vs\.?|differ(?:s|ence|ences)?|similarit(?:y|ies)|"
+    r"which is better|how does .+ relate to)\b",
+    re.IGNORECASE,
+)
+_SUMMARY = re.compile(
+    r"\b(summari[sz]e|summary|overview|survey|landscape|state of the art on|what (?:is|has) "
+    r"(?:the )?(?:work|research)|(?:work|research|papers|studies) (?:on|about)|what are the (?:main )?"
+    r"(?:approaches|methods|papers|directions)|which papers|list (?:the )?papers)\b",
+    re.IGNORECASE,
+)
+_NUMERIC_QUESTION = re.compile(
+    r"\b(how (?:much|many|fast|large|big|well|often|long|small)|what (?:factor|percentage|fraction|number)|by how|what (?:is|was|are) the (?:gain|speed ?up|accuracy|"
+    r"improvement|score|size|reduction|number)|gain|speed ?up|accuracy|percent|improve(?:ment)?|"
+    r"reduc\w*|faster|score)\b",
+    re.IGNORECASE,
+)
+
+
+def detect_mode(question: str) -> Mode:
+    """The answer mode a question asks for: compare, summary, or a direct answer (ask)."""
+    if _COMPARE.search(question):
+        return "compare"
+    if _SUMMARY.search(question):
+        return "summary"
+    return "ask"
+
+
+class WriterUnavailable(RuntimeError):
+    """A writer could not write the answer; the message is the one-line reason shown to the user."""
+
+
+def word_deltas(text: str) -> list[str]:
+    """A whole text as word-sized stream deltas, so every surface handles one kind of answer stream."""
+    return re.findall(r"\S+\s*|\s+", text)
+
+
+def decline(question: str, mode: Mode, ranked: Sequence[ScoredPaper], filters: Filters | None = None,
+            missing: str = "") -> Answer:
+    """The plain refusal for a question the collection does not answer: what it lacks (grounding's sentence, or
+    the question's own topic when short enough to quote), and the nearest topics it covers."""
+    if filters is not None and not ranked:
+        text = (f"No paper in the collection matches {filters.describe()}, so there is nothing to answer from "
+                f"(the search is not widened to the whole collection).")
+        return Answer(question=question, mode=mode, answer=text, grounded=False, citations=[], retrieved=[])
+    nearest = ", ".join(f"*{clean_markup(p.paper.title)}*" for p in ranked[:3])
+    topic = _QUESTION_LEAD.sub("", topic_query(question)).strip(" ?.!")
+    what = f"“{topic}”" if topic and len(topic.split()) <= QUOTED_TOPIC_WORDS else "this"
+    text = missing or (f"The collection does not seem to cover {what}: no abstract in it is a close enough match "
+                       "to answer with a citation.")
+    if nearest:
+        text += f" The nearest topics it does cover are {nearest}."
+    return Answer(question=question, mode=mode, answer=text, grounded=False, citations=[], retrieved=[])
+
+
+def retrieved_list(ranked: Sequence[ScoredPaper]) -> list[dict[str, float | str]]:
+    """The ranking as the JSON contract's `retrieved`."""
+    return [{"doc_id": p.paper.doc_id, "score": p.score} for p in ranked[:RETRIEVED_IN_ANSWER]]
+
+
+class PaperSynthesizer(BaseSynthesizer):
+    """The llama-index response synthesizer of the query engine: from the grounded paper nodes, the writer's
+    streamed answer (a `StreamingResponse` whose metadata["answer"] holds the checked `Answer` once the stream
+    is drained), or the refusal when grounding chose no source."""
+
+    def __init__(self, sentences: SentenceIndex, settings: Settings) -> None:
+        # The writers call their model themselves; the base class only needs an LLM and prompt helpers that they
+        # never use: llama-index's no-op model, and helpers counting words (their default loads tiktoken's
+        # vocabulary, a third of a second of every cold start).
+        super().__init__(llm=MockLLM(), streaming=True, prompt_helper=PromptHelper(tokenizer=str.split),
+                         chat_prompt_helper=ChatPromptHelper(tokenizer=str.split))
+        self.sentences = sentences
+        self.settings = settings
+
+    @property
+    @abstractmethod
+    def name(self) -> str:
+        """"offline", or the model that writes (reported as the answer's `llm`)."""
+
+    @abstractmethod
+    def write(self, question: str, mode: Mode, sources: Sequence[ScoredPaper], stream: bool) -> Iterator[str | Answer]:
+        """Text deltas of a cited answer from the sources, then the checked `Answer` (its `retrieved` is filled in
+        by the caller); raises `WriterUnavailable` when it cannot."""
+
+    def rewrite_question(self, question: str, history: Sequence[tuple[str, str]]) -> str | None:
+        """A follow-up rewritten into a standalone question, or None when the writer cannot (no model)."""
+        return None
+
+    def synthesize(self, query: Any, nodes: list[NodeWithScore], additional_source_nodes: Any = None,
+                   **response_kwargs: Any) -> StreamingResponse:
+        """The answer to a `PaperQuery` from its ranked, grounded nodes."""
+        if not isinstance(query, PaperQuery):
+            raise TypeError("rag-bot writers answer a PaperQuery (the question, its mode and paper limit)")
+        metadata: dict[str, Any] = {}
+        return StreamingResponse(response_gen=self._events(query, nodes, metadata), source_nodes=nodes,
+                                 metadata=metadata)
+
+    def _events(
+        self, query: PaperQuery, nodes: Sequence[NodeWithScore], metadata: dict[str, Any]
+    ) -> Generator[str, None, None]:
+        ranked = [scored_paper(n) for n in nodes]
+        sources = marked_sources(nodes)
+        answer: Answer | None = None
+        if query.filter_note:  # the answer says which filter it used, first
+            yield from word_deltas(f"_{query.filter_note}_\n\n")
+        missing = missing_note(nodes)
+        if not sources:
+            answer = decline(query.question, query.mode, ranked, query.filters, missing)
+            yield from word_deltas(answer.answer)
+            missing = ""
+        else:
+            if missing:  # what the collection lacks of the question leads; the closest papers follow, plainly
+                yield from word_deltas(f"{missing}\n\n")
+            for event in self.write(query.question, "ask" if missing else query.mode, sources, query.stream):
+                if isinstance(event, Answer):
+                    answer = event
+                else:
+                    yield event
+        if answer is None:
+            raise WriterUnavailable("the writer ended without an answer")
+        if answer.citations:
+            self._check_support(answer, sources)
+        if missing:
+            answer.answer = f"{missing}\n\n{answer.answer}"
+            answer.mode = query.mode
+        if query.filter_note:
+            answer.answer = f"_{query.filter_note}_\n\n{answer.answer}"
+        answer.filters = query.filters
+        answer.retrieved = retrieved_list(ranked)
+        metadata["answer"] = answer
+
+    def _check_support(self, answer: Answer, sources: Sequence[ScoredPaper]) -> None:
+        """Each citation's `support`; a notice names the claims their cited abstract does not back."""
+        papers = {p.paper.doc_id: p.paper for p in sources}
+        scores = support_scores(answer, papers, self.sentences.of, self.sentences.embedder.embed)
+        for citation in answer.citations:
+            citation.support = scores.get(citation.n, 1.0)
+        weak = [c.n for c in answer.citations if c.support < self.settings.support_threshold]
+        if weak:
+            marks = ", ".join(f"[{n}]" for n in weak)
+            log.info("weakly supported citations: %s", marks)
+            note = f"Weakly supported: the abstract cited as {marks} does not clearly back the claim citing it."
+            answer.notice = f"{answer.notice} {note}" if answer.notice else note
+
+    def get_response(self, query_str: str, text_chunks: Sequence[str], **response_kwargs: Any) -> str:
+        """Not used: rag-bot answers from paper nodes (`synthesize`), never from bare text chunks."""
+        raise NotImplementedError("rag-bot writers answer from paper nodes; call synthesize()")
+
+    async def aget_response(self, query_str: str, text_chunks: Sequence[str], **response_kwargs: Any) -> str:
+        """Not used (see `get_response`)."""
+        raise NotImplementedError("rag-bot writers answer from paper nodes; call synthesize()")
+
+    def _get_prompts(self) -> dict[str, Any]:
+        return {}
+
+    def _update_prompts(self, prompts: Any) -> None:
+        return None
+
+

@@ -1,0 +1,163 @@
+"""The relevance step before an LLM writes: one batched call judges which retrieved papers answer the question.
+
+The grounding stage (rag_bot/retrieval/ground.py) decides offline, from similarities and words, which papers become the
+sources. With an LLM writer, `RelevanceJudge` then shows the model the marked sources and the next ranked papers
+close enough to cite (at most `JUDGE_CANDIDATES`, each abstract cut to `JUDGE_ABSTRACT_CHARS` characters) and asks,
+in one non-streaming call of at most `JUDGE_MAX_TOKENS` tokens, which of them are relevant: the evidence step of
+PaperQA2, bounded to one call and a token budget. The reply is strict JSON (`{"relevant": [1, 3]}`); the marks are
+rewritten so that the sources are the papers the model judged relevant, in the grounding order, followed by the
+ones it adds. Papers the question names are always kept, and a paper the grounding stage placed below
+`min_score` is never added. A well-formed empty list declines the question. When the call fails, or its reply is
+malformed, empty or out of range, the offline decision stands and the cause is logged.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from typing import Any
+
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import NodeWithScore, QueryBundle
+from pydantic import ConfigDict
+
+from rag_bot.nodes import SOURCE_RANK, PaperQuery, scored_paper
+from rag_bot.prompts import RELEVANCE_TEMPLATE, relevance_messages
+from rag_bot.retrieval.ground import ASK_PAPERS, COMPARE_PAPERS
+from rag_bot.settings import Settings
+from rag_bot.writing.compose import WriterUnavailable
+from rag_bot.writing.llm import LLMComposer
+
+log = logging.getLogger(__name__)
+
+JUDGE_CANDIDATES = 8  # most papers one call judges (the marked sources first, then the next ranked papers)
+JUDGE_ABSTRACT_CHARS = 700  # of each abstract: its opening states the topic, which is what is judged
+JUDGE_MAX_TOKENS = 200  # the reply is one line of JSON
+
+_JSON_OBJECT = re.compile(r"\{[^{}]*\}")
+_RELEVANT_LINE = re.compile(r"^\s*relevant\s*:\s*(.*?)\s*$", re.IGNORECASE | re.MULTILINE)
+
+
+def parse_relevant(reply: str, count: int) -> list[int] | None:
+    """The paper numbers (1..count, in reply order, without repeats) a judge's reply names as relevant; [] when it
+    says none is; None when the reply is malformed (no `{"relevant": [...]}` object or `RELEVANT: 1, 3` line, an
+    item that is not a whole number, or a number that is no candidate's)."""
+    items: list[Any] | None = None
+    for match in _JSON_OBJECT.finditer(reply):  # also inside a ```json fence or after a preamble
+        try:
+            obj = json.loads(match.group())
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and isinstance(obj.get("relevant"), list):
+            items = obj["relevant"]
+            break
+    if items is None:
+        line = _RELEVANT_LINE.search(reply)
+        if line is None:
+            return None
+        body = line.group(1).strip("[]. ")
+        items = [] if body.lower() in ("", "none") else re.split(r"\s*,\s*|\s+", body)
+    numbers: list[int] = []
+    for item in items:
+        if isinstance(item, str) and item.strip().isdigit():
+            item = int(item)
+        if isinstance(item, bool) or not isinstance(item, int) or not 1 <= item <= count:
+            return None
+        if item not in numbers:
+            numbers.append(item)
+    return numbers
+
+
+def _rank(node: NodeWithScore) -> int | None:
+    rank = node.node.metadata.get(SOURCE_RANK)
+    return rank if isinstance(rank, int) else None
+
+
+class RelevanceJudge(BaseNodePostprocessor):
+    """After grounding, with an LLM writer: one call decides which candidate papers become the sources (node
+    metadata `source_rank`); the grounding stage's marks stand when the call or its reply fails."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    writer: LLMComposer
+    settings: Settings
+    max_candidates: int = JUDGE_CANDIDATES
+    abstract_chars: int = JUDGE_ABSTRACT_CHARS
+    max_tokens: int = JUDGE_MAX_TOKENS
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "RelevanceJudge"
+
+    def _get_prompts(self) -> dict[str, Any]:
+        return {"relevance": RELEVANCE_TEMPLATE}
+
+    def eligible(self, node: NodeWithScore) -> bool:
+        """Whether a paper may be cited at all: the question names it, or it is close enough (`min_score`)."""
+        paper = scored_paper(node)
+        return paper.named or paper.similarity >= self.settings.min_score
+
+    def candidates(self, nodes: list[NodeWithScore]) -> tuple[list[NodeWithScore], bool]:
+        """The papers to judge (the marked sources in the grounding order, then the next ranked papers close
+        enough to cite, at most `max_candidates`) and whether papers may be added (not when the question names
+        papers: then it chose them)."""
+        marked = sorted((n for n in nodes if _rank(n) is not None), key=lambda n: _rank(n) or 0)
+        may_add = not any(scored_paper(n).named for n in marked)
+        extra = [n for n in nodes if _rank(n) is None and self.eligible(n)] if may_add else []
+        return (marked + extra)[: self.max_candidates], may_add
+
+    def _limit(self, query: PaperQuery, marked: int) -> int:
+        """Most sources after judging: the question's paper limit, else the mode's (never fewer than grounding's)."""
+        if query.max_papers:
+            return max(query.max_papers, 1)
+        mode_limit = {"ask": ASK_PAPERS, "compare": COMPARE_PAPERS}.get(query.mode, self.settings.answer_papers)
+        return max(marked, mode_limit)
+
+    def _postprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        if not isinstance(query_bundle, PaperQuery):
+            raise TypeError("the relevance judge needs a PaperQuery (the question, its mode and paper limit)")
+        marked = sorted((n for n in nodes if _rank(n) is not None), key=lambda n: _rank(n) or 0)
+        candidates, may_add = self.candidates(nodes)
+        if not marked or all(scored_paper(n).named for n in candidates):
+            return nodes  # declined, or only named papers: nothing to judge
+        chosen = self.judge(query_bundle, candidates)
+        if chosen is None:
+            return nodes  # the offline decision stands
+        relevant = [n for i, n in enumerate(candidates, start=1) if i in chosen or scored_paper(n).named]
+        sources: list[NodeWithScore] = []
+        if relevant:  # else the model found none relevant, in a well-formed reply: the question is declined
+            relevant_ids = {n.node.node_id for n in relevant}
+            judged_ids = {n.node.node_id for n in candidates}
+            # Marked sources beyond the call's budget were not judged: they stay.
+            sources = [n for n in marked if n.node.node_id in relevant_ids or n.node.node_id not in judged_ids]
+            if may_add:
+                added = [n for n in relevant if _rank(n) is None]
+                sources += added[: max(0, self._limit(query_bundle, len(marked)) - len(sources))]
+        rank = {n.node.node_id: i for i, n in enumerate(sources)}
+        for node in nodes:
+            node.node.metadata[SOURCE_RANK] = rank.get(node.node.node_id)
+        log.info("relevance judge: %d of %d candidates relevant; %d sources (grounding had %d)", len(chosen),
+                 len(candidates), len(sources), len(marked))
+        return nodes
+
+    def judge(self, query: PaperQuery, candidates: list[NodeWithScore]) -> set[int] | None:
+        """The numbers (1-based) of the candidates the model judges relevant; None when the call fails or its
+        reply is malformed (the cause is logged)."""
+        messages = relevance_messages(query.question, [scored_paper(n).paper for n in candidates],
+                                      self.abstract_chars)
+        try:
+            reply = "".join(self.writer.generate(messages, stream=False, max_tokens=self.max_tokens))
+        except WriterUnavailable as exc:
+            log.warning("the relevance judge could not run (%s); the grounding stage's sources stand", exc,
+                        exc_info=log.isEnabledFor(logging.DEBUG))
+            return None
+        numbers = parse_relevant(reply, len(candidates))
+        if numbers is None:
+            # The reply itself only at DEBUG: a model may echo the question, which is kept out of warnings.
+            log.warning("the relevance judge's reply is malformed (%d characters, not a JSON list of paper numbers "
+                        "1-%d); the grounding stage's sources stand", len(reply), len(candidates))
+            log.debug("the relevance judge replied %r", reply[:300])
+            return None
+        return set(numbers)
