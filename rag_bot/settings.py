@@ -333,3 +333,10 @@ def get_settings(**overrides: object) -> Settings:
     """Settings from the environment, with explicit overrides (e.g. from CLI flags) on top; `SettingsError`
     (one line naming the variable) when a setting is bad."""
     return Settings(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
+
+
+def store_label(settings: Settings) -> str:
+    """Where the index lives, for people (never with the credentials of a server URL)."""
+    if settings.chroma_url:
+        return f"Chroma server {mask_credentials(settings.chroma_url)}"
+    return f"folder {settings.storage}"

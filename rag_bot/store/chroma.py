@@ -19,7 +19,7 @@ from chromadb.config import Settings as ChromaSettings
 from chromadb.errors import ChromaError
 
 from rag_bot.errors import StoreError
-from rag_bot.settings import Settings
+from rag_bot.settings import Settings, store_label  # noqa: F401 (re-exported: the store's label)
 from rag_bot.text import mask_credentials
 
 log = logging.getLogger(__name__)
@@ -78,13 +78,6 @@ def open_client(settings: Settings) -> Any:
     except Exception as exc:
         log.debug("persistent Chroma client failed", exc_info=True)
         raise store_error(settings, "open", exc) from exc
-
-
-def store_label(settings: Settings) -> str:
-    """Where the index lives, for people (never with the credentials of a server URL)."""
-    if settings.chroma_url:
-        return f"Chroma server {mask_credentials(settings.chroma_url)}"
-    return f"folder {settings.storage}"
 
 
 def one_line(exc: BaseException) -> str:

@@ -202,12 +202,12 @@ def build_map(papers: Sequence[Paper], vectors: Mapping[str, Sequence[float] | n
     """The map of the papers that have a vector."""
     kept = sorted((p for p in papers if p.doc_id in vectors), key=lambda p: p.doc_id)
     if not kept:
-        return _empty()
+        return empty_map()
     matrix = np.array([np.asarray(vectors[p.doc_id], dtype=np.float32) for p in kept], dtype=np.float32)
     return _layout(kept, matrix)
 
 
-def _empty() -> CollectionMap:
+def empty_map() -> CollectionMap:
     return CollectionMap(doc_ids=[], titles=[], sources=[], venues=[], years=[], xy=np.zeros((0, 2)),
                          clusters=np.zeros(0, dtype=int), labels=[], terms=[])
 
@@ -247,7 +247,7 @@ def cached_map(index: PaperIndex) -> CollectionMap | None:
     """The saved map of the collection's current state, or None when there is none (or it cannot be read)."""
     state = index.state()
     if not state["papers"]:
-        return _empty()
+        return empty_map()
     folder = _folder(index, state)
     if not (folder / "done").exists():
         return None
@@ -287,7 +287,7 @@ def map_of(index: PaperIndex, papers: Mapping[str, Paper] | None = None) -> Coll
     order = sorted(range(len(ids)), key=ids.__getitem__)
     kept = [papers[ids[i]] for i in order if ids[i] in papers]
     rows = [i for i in order if ids[i] in papers]
-    cmap = _layout(kept, matrix[rows]) if kept else _empty()
+    cmap = _layout(kept, matrix[rows]) if kept else empty_map()
     if not str(state.get("generation") or "").startswith("writing-") and kept:
         try:
             if stale:

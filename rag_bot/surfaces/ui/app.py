@@ -9,12 +9,15 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rag_bot.engine import Engine
+from rag_bot.errors import NoIndexError, StoreError
 from rag_bot.logs import configure_logging
 from rag_bot.settings import Settings
 from rag_bot.surfaces.access import Door, Sessions, http_server, open_routes
+
+if TYPE_CHECKING:
+    from rag_bot.engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +161,7 @@ def ensure_index(engine: Engine) -> None:
         bar.close()
 
 
-def build_app(engine: Engine, library: Any = None) -> Any:
+def build_app(engine: Engine | Any, library: Any = None) -> Any:
     """The chat page on an engine: a status line over three tabs (Chat with its sources, Collection, Map).
     `library`: the `Library` view of the engine to use (tests pass their own to look inside)."""
     import gradio as gr
@@ -199,6 +202,19 @@ def build_app(engine: Engine, library: Any = None) -> Any:
         history.register_events(app, answered)
         cmap.refresh_legend(collection.register_events())
         cmap.register_events()
+        if not library.loaded:  # built while the engine loads: each page fills in its collection once it is ready
+            pending = library.engine
+
+            def when_ready() -> tuple[Any, ...]:
+                try:
+                    pending.wait()
+                except Exception:  # the server stops with the cause (_stop)
+                    pass
+                return (library.status(), *chat.refreshed(), *collection.refreshed(), *cmap.refreshed())
+
+            app.load(when_ready, None, [shared.status, chat.venue, chat.source, chat.examples, collection.table,
+                                        collection.caption, collection.found, cmap.legend, cmap.label],
+                     api_visibility="private")
     return app
 
 
@@ -214,19 +230,51 @@ def serve(settings: Settings | None = None) -> None:
     if problem:  # checked before the store is opened: nothing is written by a server that does not start
         log.error("refusing to start: %s", problem)
         raise SystemExit(f"rag-bot: refusing to start: {problem}")
-    engine = Engine(settings)
-    ensure_index(engine)
-    engine.retriever  # load BM25 and names before the first question  # noqa: B018
-    app = build_app(engine)
-    base = f"http://{engine.settings.host}:{engine.settings.port}"
-    needs = " or ".join(w for w, on in (("a login", bool(auth)), ("the bearer key", bool(engine.settings.api_key)))
-                        if on)
+    # The page is served first; the engine (llama-index, chromadb, the store, the lexical side) loads meanwhile
+    # in a thread (loading.py), and the first question waits for it.
+    from rag_bot.surfaces.ui.base import Library
+    from rag_bot.surfaces.ui.loading import PendingEngine
+
+    pending = PendingEngine(settings)
+    library = Library(pending)
+    app = build_app(pending, library)
+    base = f"http://{settings.host}:{settings.port}"
+    needs = " or ".join(w for w, on in (("a login", bool(auth)), ("the bearer key", bool(settings.api_key))) if on)
     print(f"rag-bot chat on {base}{' (login required)' if auth else ''}; OpenAI-compatible API at {base}/v1, "
           f"MCP at {base}/mcp{f' ({needs} required)' if needs else ''}", file=sys.stderr)
-    serve_with_api(app, engine, auth)
+    pending.start(_build_engine, on_ready=library.attach, on_error=_stop)
+    serve_with_api(app, pending, auth)
 
 
-def serve_with_api(app: Any, engine: Engine, auth: list[tuple[str, str]] | None = None) -> None:
+def _build_engine(pending: Any) -> Engine:
+    """The engine `serve` answers with: the store opened (the seeds indexed into an empty one), the lexical side
+    loaded."""
+    from rag_bot.engine import Engine
+
+    engine = Engine(pending.settings)
+    if engine.index.count() == 0:
+        pending.progress = "Indexing the seed abstracts (first start; the chat answers once they are in)…"
+    ensure_index(engine)
+    engine.retriever  # load BM25 and names before the first question  # noqa: B018
+    return engine
+
+
+def _stop(exc: BaseException) -> None:
+    """A store that cannot be opened stops `serve` as it did before the page was served: one line, exit 1."""
+    import os
+
+    from rag_bot.surfaces.ui.base import remove_exports
+
+    known = isinstance(exc, (StoreError, NoIndexError, OSError))
+    message = str(exc) if known else (f"unexpected error ({type(exc).__name__}); run with RAG_BOT_LOG_LEVEL=DEBUG "
+                                      "for details")
+    log.debug("the engine could not be built", exc_info=exc)
+    print(f"rag-bot: {message}", file=sys.stderr, flush=True)
+    remove_exports()
+    os._exit(1)
+
+
+def serve_with_api(app: Any, engine: Engine | Any, auth: list[tuple[str, str]] | None = None) -> None:
     """Serve the chat with the OpenAI-compatible API (/v1) and the MCP endpoint (/mcp) beside it, on one port."""
     http_server(chat_server(app, engine, auth), engine.settings.host, engine.settings.port).run()
 

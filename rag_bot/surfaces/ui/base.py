@@ -12,14 +12,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rag_bot.engine import Engine
-from rag_bot.store.chroma import store_label
+from rag_bot.settings import store_label
 from rag_bot.store.conversations import Conversations
-from rag_bot.surfaces.collection_map import CollectionMap, map_of
-from rag_bot.surfaces.ui.render import status_line
+from rag_bot.surfaces.collection_map import CollectionMap, empty_map, map_of
+from rag_bot.surfaces.ui.render import loading_line, status_line
 from rag_bot.types import Answer, Paper
+
+if TYPE_CHECKING:
+    from rag_bot.engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +29,9 @@ log = logging.getLogger(__name__)
 class Library:
     """The engine and what the page shows of its collection (papers, map), refreshed after an upload."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine | Any) -> None:
+        # The engine, or a `PendingEngine` (loading.py) while `rag-bot serve` builds it: the page is built at
+        # once from an empty collection, and `attach` fills it in when the engine is ready.
         self.engine = engine
         # Answers read the engine concurrently (an ingest's reload swaps the retriever's state atomically);
         # only ingests take this lock, so two uploads never interleave.
@@ -40,7 +44,14 @@ class Library:
         self.conversations = Conversations(engine.settings.data_path())
         self.warned_unsaved: set[str] = set()
         self.papers: Mapping[str, Paper] = {}
-        self.map: CollectionMap
+        self.map: CollectionMap = empty_map()
+        self.loaded = False
+        if getattr(engine, "ready", True):
+            self.refresh()
+
+    def attach(self, engine: Engine) -> None:
+        """The built engine (of a `PendingEngine`): its collection becomes the page's."""
+        self.engine = engine
         self.refresh()
 
     def refresh(self) -> None:
@@ -50,10 +61,14 @@ class Library:
         self.papers = self.engine.papers
         # The map of this collection state is computed once and saved beside the store (rag_bot/surfaces/collection_map.py).
         self.map = map_of(self.engine.index, self.papers)
+        self.loaded = True
         log.debug("collection view: %d papers", len(self.papers))
 
     def status(self, answer: Answer | None = None) -> str:
-        """The status line: who wrote the last answer (else who will write), collection size and store."""
+        """The status line: who wrote the last answer (else who will write), collection size and store; while
+        the engine loads, what it is doing."""
+        if not self.loaded:
+            return loading_line(getattr(self.engine, "progress", ""), store_label(self.engine.settings))
         writer = answer.llm if answer is not None else self.engine.writer_name
         return status_line(writer, len(self.papers), store_label(self.engine.settings))
 

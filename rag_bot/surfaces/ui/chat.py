@@ -154,9 +154,20 @@ class ChatPanel:
         with gr.Row(elem_id="cite-buttons"):
             self.cite = {fmt: gr.DownloadButton(f"References: {label}", size="sm", interactive=False, elem_id=elem)
                          for fmt, label, elem, _ in REFERENCE_FILES}
+        # Examples as a Dataset (what gr.Examples makes), so a page built while the engine loads gets them later.
         examples = example_prompts(self.library.map, self.library.papers)
-        if examples:
-            gr.Examples(examples, inputs=[self.question, self.mode], label="Examples from this collection")
+        self.examples = gr.Dataset(components=[self.question, self.mode], samples=examples or [["", "Auto"]],
+                                   label="Examples from this collection", visible=bool(examples), type="values",
+                                   elem_id="examples")
+
+    def refreshed(self) -> tuple[Any, ...]:
+        """The filter choices and the examples of the collection as it is now (the page built while the engine
+        loaded shows them once it is ready)."""
+        cmap = self.library.map
+        examples = example_prompts(cmap, self.library.papers)
+        return (gr.Dropdown(choices=["", *sorted({v for v in cmap.venues if v})]),
+                gr.Dropdown(choices=["", *sorted(set(cmap.sources))]),
+                gr.Dataset(samples=examples or [["", "Auto"]], visible=bool(examples)))
 
     def register_events(self) -> list[Any]:
         """Wire the chat; returns the events that end with an answer (for panels that follow answers)."""
@@ -167,6 +178,8 @@ class ChatPanel:
                    *self.cite.values(), self.export, self.last_answer, self.shared.conversation]
         inputs = [self.question, self.chatbot, self.shared.turns, self.mode, self.n_papers, self.venue, self.year,
                   self.author, self.source, self.shared.conversation]
+        self.examples.click(lambda sample: (sample[0], sample[1]), [self.examples], [self.question, self.mode],
+                            api_visibility="private")
         answered = [
             self.send.click(self.respond, inputs, outputs, api_name="chat"),
             self.question.submit(self.respond, inputs, outputs, api_visibility="private"),

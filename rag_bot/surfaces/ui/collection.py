@@ -7,16 +7,18 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 from gradio.utils import get_upload_folder
 
 from rag_bot.reading.corpus import SUFFIXES, ReadResult
-from rag_bot.store.index import IngestReport
 from rag_bot.surfaces.ui.base import Library, Shared
 from rag_bot.surfaces.ui.render import paper_rows, paper_table, table_caption, upload_summary
 from rag_bot.text import mask_credentials
+
+if TYPE_CHECKING:
+    from rag_bot.store.index import IngestReport
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +84,11 @@ class CollectionPanel:
         for event in [*searched, uploaded]:
             event.then(lambda found: table_caption(*found), [self.found], [self.caption], api_visibility="private")
         return uploaded
+
+    def refreshed(self) -> tuple[Any, ...]:
+        """The table, its caption and (papers found, query) of the collection as it is now."""
+        rows = paper_rows(self.library.map, self.library.papers)
+        return paper_table(self.library.map, rows), table_caption(len(rows)), (len(rows), "")
 
     def search(self, query: str | None) -> dict[Any, Any]:
         """The table of the papers matching every word of the query (of every paper for an empty one), and

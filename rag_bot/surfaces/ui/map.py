@@ -142,6 +142,10 @@ class MapPanel:
             self.plot = gr.HTML("", elem_id="map", js_on_load=MAP_JS, css_template=MAP_CSS,
                                 server_functions=[paper_card], apply_default_css=False)
 
+    def refreshed(self) -> tuple[str, str]:
+        """The legend and the caption of the collection's map as it is now."""
+        return map_legend(self.library.map), self.caption(self.library.map, ())
+
     def register_events(self) -> None:
         self.tab.select(self.show, [self.shared.turns], [self.plot, self.label], api_visibility="private")
 

@@ -178,6 +178,11 @@ def writer_label(writer: str) -> str:
     return "offline composer" if writer == "offline" else writer
 
 
+def loading_line(progress: str, store: str) -> str:
+    """The status line while the engine loads: what it is doing, and the store."""
+    return f"{markdown_text(progress)} · {markdown_text(store)}"
+
+
 def status_line(writer: str, papers: int, store: str) -> str:
     """Who writes the answers (`Engine.writer_name` or the last `Answer.llm`), collection size and store."""
     return (
