@@ -1,0 +1,109 @@
+"""The cost curve of a simulated collection (issue 25): for each store given (built by bench/simulate.py and
+`rag-bot import`), disk, cold `rag-bot ask` (time and peak RSS) and `stats`, chat ready (page, first answer),
+and in one process: retrieve and whole offline answer p50/p95 (each paper's first use, then again), a filtered
+question, the collection map (first computed, then read back), and that process's peak RSS. Appends a row per
+store to bench/results/million.json; the table and slopes go to docs/benchmarks.md by hand from it.
+
+    .venv/bin/python bench/million.py storage/sim-100000 [storage/sim-300000 ...] [--questions 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import chat_ready  # noqa: E402
+import scale  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results" / "million.json"
+
+
+def disk_mib(store: Path) -> float:
+    out = subprocess.run(["du", "-sk", str(store)], capture_output=True, text=True, check=True).stdout
+    return int(out.split()[0]) / 1024
+
+
+def in_process(store: Path, n_questions: int) -> dict[str, Any]:
+    """Per-question costs in one process (run as a child: its peak RSS is its own)."""
+    from rag_bot.engine import Engine
+    from rag_bot.settings import Settings
+    from rag_bot.surfaces.collection_map import map_of
+    from rag_bot.types import Filters
+
+    out: dict[str, Any] = {}
+    start = time.perf_counter()
+    engine = Engine(Settings(storage=store, llm="offline"))
+    retriever = engine.retriever
+    out["engine_load_s"] = time.perf_counter() - start
+    papers = retriever.papers
+    sample = {d: papers[d] for d in random.Random(3).sample(list(papers), 500)}
+    questions = scale.questions_for(sample, n_extra=max(0, n_questions - 20))[-n_questions:]
+    times: dict[str, list[float]] = {"retrieve": [], "answer_first": [], "answer_again": []}
+    for q in questions:
+        t = time.perf_counter()
+        retriever.retrieve_papers(q)
+        times["retrieve"].append((time.perf_counter() - t) * 1000)
+    for label in ("answer_first", "answer_again"):
+        for q in questions:
+            t = time.perf_counter()
+            engine.ask(q)
+            times[label].append((time.perf_counter() - t) * 1000)
+    for name, values in times.items():
+        out[f"{name}_p50_ms"], out[f"{name}_p95_ms"] = scale.pct(values, 50), scale.pct(values, 95)
+    t = time.perf_counter()
+    engine.ask("what does the collection say about sparse attention?", filters=Filters.parse(year="2019-2021"))
+    out["filtered_ask_ms"] = (time.perf_counter() - t) * 1000
+    for label in ("map_first_s", "map_again_s"):
+        t = time.perf_counter()
+        map_of(engine.index, papers)
+        out[label] = time.perf_counter() - t
+    out["papers"], out["chunks"] = engine.index.count(), engine.index.chunk_count()
+    out["rss_mib"], out["peak_rss_mib"] = scale.rss_mib()
+    return out
+
+
+def measure(store: Path, n_questions: int) -> dict[str, Any]:
+    row: dict[str, Any] = {"store": str(store), "load_start": os.getloadavg(), "disk_mib": disk_mib(store)}
+    row |= scale.cold_ask(store, runs=3)
+    ready = [chat_ready.one_start(ROOT, store) for _ in range(2)]
+    row["chat_page_s"] = min(r["page_s"] for r in ready)
+    row["chat_first_answer_s"] = min(r["first_answer_s"] for r in ready)
+    child = subprocess.run([sys.executable, __file__, "--one", str(store), "--questions", str(n_questions)],
+                           capture_output=True, text=True, cwd=ROOT)
+    if child.returncode:
+        raise SystemExit(child.stderr[-2000:])
+    row |= json.loads(child.stdout.strip().splitlines()[-1])
+    row["load_end"] = os.getloadavg()
+    return row
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("stores", nargs="*", type=Path)
+    parser.add_argument("--questions", type=int, default=40)
+    parser.add_argument("--one", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(in_process(args.one.resolve(), args.questions)))
+        return 0
+    rows = json.loads(RESULTS.read_text()) if RESULTS.exists() else []
+    for store in args.stores:
+        row = measure(store.resolve(), args.questions)
+        rows = [r for r in rows if r["store"] != row["store"]] + [row]
+        RESULTS.write_text(json.dumps(rows, indent=2) + "\n")
+        print(json.dumps(row), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
