@@ -46,10 +46,12 @@ def file_format(path: Path) -> str:
 
 
 def read_file(
-    path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS, doc_prefix: str | None = None, source: str | None = None
+    path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS, doc_prefix: str | None = None, source: str | None = None,
+    fmt: str | None = None,
 ) -> ReadResult:
-    """One corpus file, in its `file_format`; abstracts over `max_chars` characters are cut (and reported)."""
-    fmt = file_format(path)
+    """One corpus file, in its `file_format` (`fmt` when the caller already sniffed it); abstracts over
+    `max_chars` characters are cut (and reported)."""
+    fmt = fmt or file_format(path)
     try:
         if fmt == "seed":
             return read_seed_file(path, max_chars, doc_prefix, source)
@@ -114,8 +116,9 @@ def iter_file(
 ) -> Iterator[Paper | Problem]:
     """One corpus file's papers and problems as they are read: JSON Lines as a stream, other files (seed and CSV
     files, small) read whole by `read_file`."""
-    if file_format(path) != "jsonl":
-        result = read_file(path, max_chars, doc_prefix, source)
+    fmt = file_format(path)
+    if fmt != "jsonl":
+        result = read_file(path, max_chars, doc_prefix, source, fmt)
         yield from result.problems
         yield from result.papers
         return

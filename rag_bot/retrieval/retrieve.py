@@ -20,7 +20,7 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from rag_bot.nodes import PaperQuery, paper_node
-from rag_bot.retrieval.lexicon import alias_table
+from rag_bot.retrieval.lexicon import alias_table, load_or_build
 from rag_bot.settings import Settings
 from rag_bot.store.index import PaperIndex
 from rag_bot.text import normalize_name
@@ -166,8 +166,6 @@ class PaperRetriever(BaseRetriever):
 
         The lexical side is built in every retrieval mode: grounding's word coverage needs it even when only
         the dense ranking is used (docs/eval.md)."""
-        from rag_bot.retrieval.lexicon import load_or_build
-
         # From the cache of the collection's current state when there is one (rag_bot/retrieval/lexicon.py): start-up does
         # not grow with the collection; papers are decoded when first used.
         lexicon = load_or_build(self.index, self._stemmer)
