@@ -100,3 +100,29 @@ def test_cli_filter_flags(mixed):
     assert [c["doc_id"] for c in json.loads(run.stdout)["citations"]] == ["old-steer"]
     bad = subprocess.run([rag_bot, "ask", "--year", "soon", "x"], capture_output=True, text=True, env=env, timeout=300)
     assert bad.returncode == 2 and "year must be YYYY" in bad.stderr
+
+
+def test_a_filter_larger_than_chroma_can_take_as_a_list_ranks_as_the_list_does(mixed, monkeypatch):
+    """A filter letting through more papers than a Chroma query may list (SQLite's limit on variables: at 300,000
+    papers a filter of three years failed) asks for more neighbours and keeps the allowed ones: the same papers in
+    the same order as the exact list, and Chroma never receives a list over the limit."""
+    from rag_bot.retrieval import retrieve
+
+    question = "steering language model activations with sparse autoencoder features"
+    filters = Filters.parse(venue="ICML")
+    exact = [(p.paper.doc_id, p.score) for p in mixed.retriever.retrieve_papers(question, filters=filters)]
+    listed: list[int] = []
+    for collection in (mixed.index.papers, mixed.index.chunks):
+        real = collection.query
+
+        def spy(*args, _real=real, **kwargs):
+            where = kwargs.get("where") or {}
+            listed.append(len(kwargs.get("ids") or where.get("doc_id", {}).get("$in", [])))
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(collection, "query", spy, raising=False)
+    monkeypatch.setattr(retrieve, "IN_LIMIT", 5)
+    wide = [(p.paper.doc_id, p.score) for p in mixed.retriever.retrieve_papers(question, filters=filters)]
+    assert wide == exact and len(wide) == 10
+    assert listed and max(listed) == 0, "38 allowed papers, over the limit of 5: no list was sent"
+    assert all(mixed.papers[d].venue == "ICML" for d, _ in wide)

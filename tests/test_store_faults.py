@@ -409,3 +409,15 @@ def test_a_chroma_server_killed_under_serve_is_the_store_message_in_the_chat_and
     assert UNREACHABLE.format(port) in shown and "Sorry" not in shown and "s3cret" not in shown
     with pytest.raises(gr.Error, match="cannot reach the Chroma server"):
         chat.ask_api()(QUESTION)
+
+
+def test_a_request_too_large_for_the_store_is_not_called_damage(engine) -> None:
+    """SQLite refuses a query of more than 32,766 variables: the user is told the request was too large and the
+    store needs no repair, not to run `doctor` on a healthy store."""
+    from rag_bot.errors import StoreError
+
+    with pytest.raises(StoreError) as caught:
+        engine.index.papers.get(ids=[f"no-such-paper-{n}" for n in range(40_000)], include=[])
+    message = str(caught.value)
+    assert "too large" in message and "needs no repair" in message and "doctor" not in message
+    assert engine.index.count() == 38

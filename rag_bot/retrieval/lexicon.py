@@ -27,13 +27,14 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from rag_bot.retrieval.columns import Columns
 from rag_bot.store.index import PaperIndex
 from rag_bot.text import clean_markup, normalize_name
 from rag_bot.types import Paper
 
 log = logging.getLogger(__name__)
 
-FORMAT = 2  # bump when what is saved (or how BM25 tokenises) changes (2: identifiers)
+FORMAT = 3  # bump when what is saved (or how BM25 tokenises) changes (2: identifiers, 3: filter columns)
 _V = TypeVar("_V")
 _FIELDS = ("title", "text", "source", "aliases", "links", "authors", "venue", "year", "url", "identifiers")
 
@@ -41,8 +42,8 @@ _FIELDS = ("title", "text", "source", "aliases", "links", "authors", "venue", "y
 class _ByRow(Mapping[str, _V]):
     """A mapping keyed by doc_id over rows stored in arrays (row n = ids[n])."""
 
-    def __init__(self, ids: list[str]) -> None:
-        self._rows = {d: n for n, d in enumerate(ids)}
+    def __init__(self, ids: list[str], rows: dict[str, int] | None = None) -> None:
+        self._rows = rows if rows is not None else {d: n for n, d in enumerate(ids)}
         self._ids = ids
 
     def __getitem__(self, doc_id: str) -> _V:
@@ -61,8 +62,8 @@ class _ByRow(Mapping[str, _V]):
 class LazyPapers(_ByRow[Paper]):
     """doc_id -> Paper, decoding a record (a JSON line in one memory-mapped blob) when it is first asked for."""
 
-    def __init__(self, ids: list[str], blob: Any, offsets: np.ndarray) -> None:
-        super().__init__(ids)
+    def __init__(self, ids: list[str], blob: Any, offsets: np.ndarray, rows: dict[str, int] | None = None) -> None:
+        super().__init__(ids, rows)
         self._blob = blob
         self._offsets = offsets
         self._made: dict[str, Paper] = {}
@@ -79,8 +80,9 @@ class LazyPapers(_ByRow[Paper]):
 class DocTerms(_ByRow[set[str]]):
     """doc_id -> its stemmed words, from a compressed sparse row matrix of term ids."""
 
-    def __init__(self, ids: list[str], vocab: list[str], indptr: np.ndarray, indices: np.ndarray) -> None:
-        super().__init__(ids)
+    def __init__(self, ids: list[str], vocab: list[str], indptr: np.ndarray, indices: np.ndarray,
+                 rows: dict[str, int] | None = None) -> None:
+        super().__init__(ids, rows)
         self._vocab = vocab
         self._indptr = indptr
         self._indices = indices
@@ -123,6 +125,8 @@ class Lexicon:
     df: Mapping[str, int] = field(default_factory=dict)
     chunks: int = 0
     origin: str = "empty"  # cache | built | empty
+    rows: dict[str, int] = field(default_factory=dict)  # doc_id -> row of every array
+    columns: Columns | None = None  # the papers' filterable fields (rag_bot/retrieval/columns.py)
 
 
 def cache_root(index: PaperIndex, kind: str = "lexicon") -> Path:
@@ -191,12 +195,14 @@ def _build(records: list[tuple[str, list[Any]]], stemmer: Any, state: dict[str, 
     counts = np.bincount(indices, minlength=len(vocab)).astype(np.int32)
     names = _names(records)
     papers = {doc_id: Paper(doc_id=doc_id, **dict(zip(_FIELDS, r))) for doc_id, r in records}
+    row_of = {d: n for n, d in enumerate(ids)}
     lexicon = Lexicon(
-        ids=ids, papers=papers, names=names, bm25=bm25, doc_terms=DocTerms(ids, vocab, indptr, indices),
-        df=DocFreq(dict(tokens.vocab), counts), chunks=state["chunks"], origin="built",
+        ids=ids, papers=papers, names=names, bm25=bm25, doc_terms=DocTerms(ids, vocab, indptr, indices, row_of),
+        df=DocFreq(dict(tokens.vocab), counts), chunks=state["chunks"], origin="built", rows=row_of,
+        columns=Columns.build(papers.values()),
     )
     log.info("lexicon of %d papers built in %.1f s", len(ids), time.perf_counter() - started)
-    return lexicon, {"indptr": indptr, "indices": indices, "vocab": vocab}
+    return lexicon, {"indptr": indptr, "indices": indices, "vocab": vocab, "counts": counts}
 
 
 def alias_table(papers: list[Paper]) -> dict[str, list[tuple[str, str]]]:
@@ -231,6 +237,9 @@ def _save(folder: Path, lexicon: Lexicon, arrays: dict[str, Any], records: list[
     np.save(tmp / "offsets.npy", offsets)
     np.save(tmp / "indptr.npy", arrays["indptr"])
     np.save(tmp / "indices.npy", arrays["indices"])
+    np.save(tmp / "counts.npy", arrays["counts"])
+    if lexicon.columns is not None:
+        lexicon.columns.save(tmp)
     (tmp / "vocab.json").write_text(json.dumps(arrays["vocab"], ensure_ascii=False), encoding="utf-8")
     (tmp / "meta.json").write_text(json.dumps({"ids": lexicon.ids, "names": lexicon.names, "chunks": lexicon.chunks,
                                                "format": FORMAT}, ensure_ascii=False), encoding="utf-8")
@@ -261,10 +270,11 @@ def _load(folder: Path, state: dict[str, Any]) -> Lexicon:
         raise ValueError("the cache does not match the collection")
     blob = np.memmap(folder / "records.bin", dtype=np.uint8, mode="r") if offsets[-1] else b""
     term_ids = {w: i for i, w in enumerate(vocab)}
-    counts = np.bincount(np.asarray(indices), minlength=len(vocab)).astype(np.int32)
+    counts = np.load(folder / "counts.npy", mmap_mode="r")
     names = {k: [(a, d) for a, d in v] for k, v in meta["names"].items()}
+    rows = {d: n for n, d in enumerate(ids)}
     return Lexicon(
-        ids=ids, papers=LazyPapers(ids, blob, offsets), names=names, bm25=bm25,
-        doc_terms=DocTerms(ids, vocab, indptr, indices), df=DocFreq(term_ids, counts), chunks=state["chunks"],
-        origin="cache",
+        ids=ids, papers=LazyPapers(ids, blob, offsets, rows), names=names, bm25=bm25,
+        doc_terms=DocTerms(ids, vocab, indptr, indices, rows), df=DocFreq(term_ids, counts), chunks=state["chunks"],
+        origin="cache", rows=rows, columns=Columns.load(folder),
     )

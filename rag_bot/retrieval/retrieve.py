@@ -20,6 +20,7 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from rag_bot.nodes import PaperQuery, paper_node
+from rag_bot.retrieval.columns import Allowed, Columns
 from rag_bot.retrieval.lexicon import alias_table, load_or_build
 from rag_bot.settings import Settings
 from rag_bot.store.index import PaperIndex
@@ -35,6 +36,11 @@ log = logging.getLogger(__name__)
 RRF_K = 20
 LONG_QUESTION_WORDS = 25
 FEEDBACK_PAPERS = 10  # top papers whose abstracts feed back into a long question
+# A filter letting through at most IN_LIMIT papers is passed to Chroma as their list (SQLite refuses a query of
+# more than 32,766 variables: at 300,000 papers a filter of years 2019-2021 failed so); a larger one is applied to
+# OVERFETCH times the neighbours its share of the collection needs (`_nearest`).
+IN_LIMIT = 20_000
+OVERFETCH = 2.0
 AREA_CANDIDATES = 40  # papers retrieved for a summary or a comparison by topic (grounding keeps those on topic)
 # Endings that leave a real word when cut ("models", "processor", "logical"): a word cut by them is not a typo.
 _ENDINGS = {"s", "d", "r", "y", "e", "n", "es", "ed", "er", "or", "al", "ly", "ic", "en", "ty", "st", "rs", "ds"}
@@ -110,12 +116,14 @@ class Snapshot:
     bm25: Any = None
     doc_terms: Mapping[str, set[str]] = field(default_factory=dict)  # doc_id -> its stemmed words
     df: Mapping[str, int] = field(default_factory=dict)  # stemmed word -> papers holding it
+    rows: Mapping[str, int] = field(default_factory=dict)  # doc_id -> its row in `ids` and `columns`
+    columns: Columns | None = None  # the papers' filterable fields
 
     def idf(self, term: str) -> float:
         """Inverse document frequency of a stemmed word."""
         return math.log((len(self.ids) + 1) / (self.df.get(term, 0) + 0.5))
 
-    def bm25_scores(self, stems: list[str], k: int, allowed: set[str] | None = None) -> dict[str, float]:
+    def bm25_scores(self, stems: list[str], k: int, allowed: Allowed | None = None) -> dict[str, float]:
         """BM25 scores of the best `k` papers (among `allowed`, when given) for the stemmed query words it knows."""
         if self.bm25 is None:
             return {}
@@ -125,7 +133,7 @@ class Snapshot:
             return {}
         mask = None
         if allowed is not None:  # the filter is applied inside BM25, not to its top k
-            mask = np.fromiter((d in allowed for d in self.ids), dtype=np.float32, count=len(self.ids))
+            mask = allowed.mask.astype(np.float32)
         docs, scores = self.bm25.retrieve([stems], k=min(k, len(self.ids)), show_progress=False, weight_mask=mask)
         return {self.ids[int(d)]: float(s) for d, s in zip(docs[0], scores[0]) if s > 0}
 
@@ -141,11 +149,45 @@ class Snapshot:
                     found.extend(self.bm25_scores(stems, 1))
         return found
 
-    def matching(self, filters: Filters | None) -> set[str] | None:
-        """The doc_ids that pass the filters (None: no filter, every paper)."""
+    def matching(self, filters: Filters | None) -> Allowed | None:
+        """The papers that pass the filters (None: no filter, every paper), from the filter columns: no record is
+        decoded."""
         if filters is None or filters.empty:
             return None
-        return {d for d, paper in self.papers.items() if filters.matches(paper)}
+        rows = self.rows or {d: n for n, d in enumerate(self.ids)}
+        if self.columns is not None and len(self.columns) == len(self.ids):
+            mask = self.columns.mask(filters)
+        else:
+            mask = np.fromiter((filters.matches(self.papers[d]) for d in self.ids), dtype=bool, count=len(self.ids))
+        return Allowed(self.ids, rows, mask)
+
+
+def _nearest(
+    collection: Any, embedding: Any, k: int, size: int, key: str | None, allowed: Allowed | None, papers: int,
+) -> list[tuple[str, float]]:
+    """(doc_id, distance) of a collection's `k` nearest records, only of `allowed` papers when given: a small
+    filter is passed to Chroma as the list of its papers (exact; the list stays below SQLite's limit on a query's
+    variables), a large one by asking for more neighbours than `k` and keeping the allowed ones, more again until
+    `k` are found or the collection is exhausted. `key` names the metadata holding a record's paper (None: the
+    record's id is the paper's)."""
+    def query(n: int, **where: Any) -> list[tuple[str, float]]:
+        got = collection.query(query_embeddings=[embedding], n_results=min(n, size),
+                               include=["metadatas", "distances"] if key else ["distances"], **where)
+        metadatas = (got.get("metadatas") or [[]])[0] or [None] * len(got["ids"][0])
+        return [(str((meta or {}).get(key, "")) if key else record_id, float(distance))
+                for record_id, meta, distance in zip(got["ids"][0], metadatas, (got["distances"] or [[]])[0])]
+
+    if allowed is None:
+        return query(k)
+    if len(allowed) <= IN_LIMIT:
+        ids = sorted(allowed)
+        return query(k, where={key: {"$in": ids}}) if key else query(k, ids=ids)
+    n = math.ceil(k * papers / len(allowed) * OVERFETCH)
+    while True:
+        kept = [(d, dist) for d, dist in query(n) if d in allowed]
+        if len(kept) >= k or n >= size:
+            return kept[:k]
+        n *= 4
 
 
 class PaperRetriever(BaseRetriever):
@@ -171,7 +213,7 @@ class PaperRetriever(BaseRetriever):
         lexicon = load_or_build(self.index, self._stemmer)
         self._snapshot = Snapshot(
             papers=lexicon.papers, ids=lexicon.ids, chunks=lexicon.chunks, names=NameIndex(by_key=lexicon.names),
-            bm25=lexicon.bm25, doc_terms=lexicon.doc_terms, df=lexicon.df,
+            bm25=lexicon.bm25, doc_terms=lexicon.doc_terms, df=lexicon.df, rows=lexicon.rows, columns=lexicon.columns,
         )
         log.info("retriever loaded %d papers (%d chunks) from the %s lexicon", len(lexicon.ids),
                  self._snapshot.chunks, lexicon.origin)
@@ -183,25 +225,19 @@ class PaperRetriever(BaseRetriever):
 
     def _dense(
         self, snap: Snapshot, question: str, k: int, embedding: list[float] | None = None,
-        allowed: set[str] | None = None,
+        allowed: Allowed | None = None,
     ) -> dict[str, float]:
         """Best cosine similarity per paper, over its chunks and its whole-abstract vector (Chroma's cosine
-        space reports distance = 1 - cosine); with `allowed`, Chroma searches only those papers."""
+        space reports distance = 1 - cosine); with `allowed`, only those papers (`_nearest`)."""
         embedding = embedding or self.index.embedder.get_query_embedding(question)
         best: dict[str, float] = {}
-        chunk_filter: dict[str, Any] = {"where": {"doc_id": {"$in": sorted(allowed)}}} if allowed else {}
-        paper_filter: dict[str, Any] = {"ids": sorted(allowed)} if allowed else {}
-        for collection, size, key, where in ((self.index.chunks, snap.chunks, "doc_id", chunk_filter),
-                                             (self.index.papers, len(snap.ids), None, paper_filter)):
+        for collection, size, key in ((self.index.chunks, snap.chunks, "doc_id"),
+                                      (self.index.papers, len(snap.ids), None)):
             if not size:
                 continue
-            got = collection.query(query_embeddings=[embedding], n_results=min(k, size),
-                                   include=["metadatas", "distances"], **where)
-            metadatas = (got["metadatas"] or [[]])[0]
-            for record_id, meta, distance in zip(got["ids"][0], metadatas, (got["distances"] or [[]])[0]):
-                doc_id = str((meta or {}).get(key, "")) if key else record_id
+            for doc_id, distance in _nearest(collection, embedding, k, size, key, allowed, len(snap.ids)):
                 if doc_id in snap.papers:  # a paper written after this snapshot is not ranked yet
-                    best[doc_id] = max(best.get(doc_id, -1.0), 1.0 - float(distance))
+                    best[doc_id] = max(best.get(doc_id, -1.0), 1.0 - distance)
         return best
 
     def _stems(self, text: str) -> list[str]:
@@ -222,7 +258,7 @@ class PaperRetriever(BaseRetriever):
         return self._stems(re.sub(r"[A-Za-z]{4,}", respell, text))
 
     def _feedback(
-        self, snap: Snapshot, topic: str, fused: dict[str, float], k: int, allowed: set[str] | None = None
+        self, snap: Snapshot, topic: str, fused: dict[str, float], k: int, allowed: Allowed | None = None
     ) -> dict[str, float]:
         """Pseudo-relevance feedback for long questions: the dense ranking again, with the query vector moved
         toward the top papers' abstracts (Rocchio). BM25 keeps the question's own words: adding the top papers'
@@ -284,7 +320,7 @@ class PaperRetriever(BaseRetriever):
         snap = self._snapshot  # one consistent view of the collection for the whole question
         top_k = top_k or self.settings.top_k
         allowed = snap.matching(filters)
-        if not snap.ids or allowed == set():
+        if not snap.ids or (allowed is not None and not len(allowed)):
             return []
         k = max(self.settings.chunk_candidates, top_k)
         mode = self.settings.retrieval

@@ -125,6 +125,9 @@ def store_error(settings: Settings, action: str, exc: BaseException) -> StoreErr
             f"the store could not be written: {cause} [{where}]; the index as it was before this ingest is kept; "
             f"run the same ingest again to finish it"
         )
+    if "too many sql variables" in cause.lower():  # the request, not the store: nothing to repair
+        return StoreError(f"the store in the {where} refused a request as too large ({cause}); the store is fine "
+                          f"and needs no repair; narrow the filter and try again")
     if any(mark in cause for mark in _DAMAGED):
         return StoreError(f"the store in the {where} is damaged ({cause}); {RECOVERY}")
     verb = "opened" if action == "open" else "read"
