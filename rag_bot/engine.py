@@ -22,6 +22,7 @@ from rag_bot.errors import EmptyQuestionError, NoIndexError
 from rag_bot.nodes import PaperQuery, scored_paper
 from rag_bot.reading.corpus import ReadResult, scan_paths
 from rag_bot.retrieval.ground import Grounding, GroundingPostprocessor
+from rag_bot.retrieval.lexicon import cached
 from rag_bot.retrieval.retrieve import PaperRetriever
 from rag_bot.settings import Settings
 from rag_bot.store.chroma import store_label
@@ -316,9 +317,15 @@ class Engine:
 
     def stats(self) -> dict[str, Any]:
         """Size and location of the index."""
-        sources: dict[str, int] = {}
-        for paper in self.index.all_papers():
-            sources[paper.source] = sources.get(paper.source, 0) + 1
+        # From the lexical cache's columns when the collection is as it was saved (no record is read), else a pass
+        # over every record.
+        lexicon = self._retriever if self._retriever is not None else cached(self.index)
+        if lexicon is not None and lexicon.columns is not None:
+            sources = lexicon.columns.counts("source")
+        else:
+            sources = {}
+            for paper in self.index.all_papers():
+                sources[paper.source] = sources.get(paper.source, 0) + 1
         return {
             "papers": self.index.count(),
             "chunks": self.index.chunk_count(),

@@ -78,3 +78,19 @@ def test_damaged_cache_is_rebuilt(tmp_path: Path, seed_list, embedder, caplog) -
     _, fresh = _retriever(tmp_path, embedder)
     assert "built lexicon" in _origin(caplog)
     assert len(fresh.papers) == 4
+
+
+def test_stats_from_the_saved_columns_equal_stats_from_every_record(tmp_path: Path, seed_list, embedder) -> None:
+    from rag_bot.engine import Engine
+    from rag_bot.retrieval.lexicon import cached
+
+    index, _ = _retriever(tmp_path, embedder)
+    index.ingest([*seed_list[:5], *(p.model_copy(update={"source": "other.jsonl"}) for p in seed_list[5:8])])
+    shutil.rmtree(cache_root(index), ignore_errors=True)
+    scanned = Engine(Settings(storage=tmp_path)).stats()  # no cache: every record read
+    assert cached(index) is None
+    _retriever(tmp_path, embedder)  # saves the cache
+    assert cached(index) is not None
+    from_columns = Engine(Settings(storage=tmp_path)).stats()
+    assert from_columns == scanned and from_columns["sources"]["other.jsonl"] == 3
+    assert sum(from_columns["sources"].values()) == 8

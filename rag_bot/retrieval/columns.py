@@ -22,7 +22,7 @@ _SEP = "\x1f"  # between distinct values in the searched string: no field holds 
 
 
 class Vocabulary:
-    """Distinct lower-cased values of one field, and the search string over them (made at first search)."""
+    """Distinct values of one field, and the lower-cased search string over them (made at first search)."""
 
     def __init__(self, values: list[str]) -> None:
         self.values = values
@@ -34,15 +34,17 @@ class Vocabulary:
         if not part or _SEP in part or not self.values:
             return np.zeros(0, dtype=np.int32)
         if self._joined is None:
-            starts = np.cumsum([0] + [len(v) + 1 for v in self.values[:-1]], dtype=np.int64)
-            self._joined = (_SEP.join(self.values), starts)
+            lowered = [v.lower() for v in self.values]  # (lower() may change a value's length: search these)
+            starts = np.cumsum([0] + [len(v) + 1 for v in lowered[:-1]], dtype=np.int64)
+            self._joined = (_SEP.join(lowered), starts)
         joined, starts = self._joined
         found: list[int] = []
         at = joined.find(part)
         while at >= 0:
             code = int(np.searchsorted(starts, at, side="right")) - 1
             found.append(code)
-            at = joined.find(part, int(starts[code]) + len(self.values[code]) + 1)
+            next_start = int(starts[code + 1]) if code + 1 < len(starts) else len(joined)
+            at = joined.find(part, next_start)
         return np.asarray(found, dtype=np.int32)
 
 
@@ -69,7 +71,7 @@ class Columns:
             if not value:
                 return -1
             table = codes[field]
-            return table.setdefault(value.lower(), len(table))
+            return table.setdefault(value, len(table))
 
         for paper in papers:
             years.append(paper.year if paper.year is not None else _NO_YEAR)
@@ -83,6 +85,13 @@ class Columns:
 
     def __len__(self) -> int:
         return len(self.years)
+
+    def counts(self, field: str) -> dict[str, int]:
+        """Papers per distinct value of a field (`venue` or `source`)."""
+        column = self.venue if field == "venue" else self.source
+        values = self.vocab[field].values
+        per_code = np.bincount(column[column >= 0], minlength=len(values)).tolist() if values else []
+        return {value: n for value, n in zip(values, per_code) if n}
 
     def mask(self, filters: Filters) -> np.ndarray:
         """Which rows pass every filter set (`Filters.matches`, row by row)."""

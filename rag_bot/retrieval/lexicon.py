@@ -146,6 +146,18 @@ def state_key(state: dict[str, Any]) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:20]
 
 
+def cached(index: PaperIndex) -> Lexicon | None:
+    """The lexicon of the collection's current state when its cache is saved, else None (nothing is built)."""
+    state = index.state()
+    folder = cache_root(index) / state_key(state)
+    if not state["papers"] or not (folder / "done").exists():
+        return None
+    try:
+        return _load(folder, state)
+    except Exception:  # a damaged or partial cache: the caller reads the store
+        return None
+
+
 def load_or_build(index: PaperIndex, stemmer: Any) -> Lexicon:
     """The collection's lexicon: from the cache of its current state, else built from the store (and saved)."""
     state = index.state()

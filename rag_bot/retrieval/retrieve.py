@@ -223,6 +223,11 @@ class PaperRetriever(BaseRetriever):
         """The collection, by doc_id."""
         return self._snapshot.papers
 
+    @property
+    def columns(self) -> Columns | None:
+        """The collection's filterable fields as arrays (rag_bot/retrieval/columns.py)."""
+        return self._snapshot.columns
+
     def _dense(
         self, snap: Snapshot, question: str, k: int, embedding: list[float] | None = None,
         allowed: Allowed | None = None,
