@@ -187,3 +187,40 @@ def test_a_bracketed_number_in_an_abstract_is_not_an_answer_citation():
 
     paper = Paper(doc_id="d", title="t", source="s", text="The method of Silver et al. [2014] works. We extend [3, 4].")
     assert paper_sentences(paper) == ["The method of Silver et al. (2014) works.", "We extend (3, 4)."]
+
+
+def test_a_paper_s_vectors_take_about_half_a_kilobyte_a_sentence_and_keep_their_direction(index: PaperIndex) -> None:
+    from rag_bot.store.sentences import SentenceStore
+
+    sentences = SentenceIndex(index.embedder, store=index)
+    papers = papers_of(index, 6)
+    sentences.fill(papers)
+    got = SentenceStore(index)._open().get(ids=[p.doc_id for p in papers], include=["metadatas", "embeddings"])
+    for meta, embedding in zip(got["metadatas"], got["embeddings"]):
+        assert len(meta["vectors"]) <= 520 * meta["n"], "384 one-byte numbers and a scale per sentence, base64"
+        assert len(embedding) == 1, "no 384-number vector index beside them"
+    for paper in papers:
+        exact = index.embedder.embed(paper_sentences(paper))
+        kept = sentences.of(paper)[1]
+        assert kept.shape == exact.shape
+        assert float(np.min(np.sum(kept * exact, axis=1))) > 0.999, "cosine of each kept vector to the exact one"
+
+
+def test_sentence_vectors_of_an_older_layout_are_dropped_and_refilled(index: PaperIndex, counting: Counting) -> None:
+    name = f"{index.settings.collection}{SENTENCES_SUFFIX}"
+    paper = papers_of(index, 1)[0]
+    old = index.client.get_or_create_collection(name, metadata={"hnsw:space": "cosine"}, embedding_function=None)
+    n = len(paper_sentences(paper))
+    from rag_bot.store.embedding import MODEL_NAME
+    from rag_bot.store.sentences import sentence_key
+
+    # float32 vectors beside a 384-number mean, as stores written before the 8-bit layout hold them
+    import base64
+    old.upsert(ids=[paper.doc_id], embeddings=[[0.05] * 384], metadatas=[{
+        "key": sentence_key(paper_sentences(paper), index.embedder.max_tokens, MODEL_NAME), "n": n,
+        "vectors": base64.b64encode(np.ones((n, 384), dtype="<f4").tobytes()).decode()}])
+    vectors = SentenceIndex(index.embedder, store=index).of(paper)[1]
+    assert counting.calls == 1, "the old record was not read as if it were the new layout"
+    assert float(np.min(np.sum(vectors * index.embedder.embed(paper_sentences(paper)), axis=1))) > 0.999
+    fresh = index.client.get_collection(name)
+    assert fresh.metadata.get("layout") and fresh.count() == 1

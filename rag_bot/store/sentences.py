@@ -5,11 +5,13 @@ Embedding a paper's sentences is most of an offline answer's time (about 0.1 s o
 two cores; docs/benchmarks.md), so it is done once per paper ever: vectors are kept in memory and, given the
 paper index, persisted in a third Chroma collection `<name>_sentences` beside the store (a folder or a Chroma
 server), filled as papers are first used (or ahead of time by `SentenceIndex.fill`). A record holds one paper:
-its id is the paper's doc_id, its embedding the normalised mean of its sentence vectors, and its metadata the
-key of what was embedded (model and sentences) and the sentence vectors themselves (float32, exactly the vectors
-a fresh computation gives, so an answer never depends on what is cached). A record whose key does not match the
-paper's current sentences is recomputed and overwritten. The store is a cache: any fault reading or writing it
-is logged and the vectors are computed instead.
+its id is the paper's doc_id, its embedding a one-number placeholder (the collection is never searched, so it
+keeps no vector index), and its metadata the key of what was embedded (model and sentences) and the sentence
+vectors themselves, 8 bits a number with one scale per sentence (`LAYOUT`: about 0.5 KB a sentence, 4-5 KB a
+paper, against 38 KB as float32 beside a 384-number mean). Every vector an answer uses is so rounded, computed
+or cached alike, so an answer never depends on what is cached. A record whose key does not match the paper's
+current sentences is recomputed and overwritten; a collection of another layout is dropped and refilled. The
+store is a cache: any fault reading or writing it is logged and the vectors are computed instead.
 
 `prefetch(papers)` embeds every missing paper of a question in one model call (length-sorted batches across
 papers, a third less CPU than one call per paper).
@@ -60,19 +62,39 @@ def sentence_key(sentences: Sequence[str], max_tokens: int, model: str = MODEL_N
     return hashlib.sha256(payload.encode()).hexdigest()[:24]
 
 
-def _pack(vectors: np.ndarray) -> str:
-    return base64.b64encode(np.ascontiguousarray(vectors, dtype="<f4").tobytes()).decode("ascii")
+LAYOUT = "int8-scaled-v1"  # how a record's vectors are packed; a collection of another layout is refilled
 
 
-def _unpack(text: str, rows: int) -> np.ndarray | None:
+def _quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row as int8 codes and its scale (the row's largest magnitude / 127)."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    scales = np.maximum(np.abs(vectors).max(axis=1, keepdims=True), 1e-12) / 127.0 if vectors.size \
+        else np.ones((len(vectors), 1), dtype=np.float32)
+    return np.clip(np.rint(vectors / scales), -127, 127).astype(np.int8), scales.astype("<f4")
+
+
+def _restore(codes: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    """Unit rows back from their codes and scales."""
+    rows = codes.astype(np.float32) * scales
+    return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+
+
+def pack(vectors: np.ndarray) -> str:
+    codes, scales = _quantize(vectors)
+    return base64.b64encode(scales.tobytes() + codes.tobytes()).decode("ascii")
+
+
+def unpack(text: str, rows: int) -> np.ndarray | None:
     try:
         raw = base64.b64decode(text.encode("ascii"), validate=True)
     except (ValueError, UnicodeEncodeError):
         return None
-    # The key names the model, so the size is the model's: rows x (bytes / rows / 4).
-    if rows <= 0 or not raw or len(raw) % (rows * 4):
+    # The key names the model, so the size is the model's: rows scales (4 bytes), then rows x dim codes.
+    if rows <= 0 or len(raw) <= rows * 4 or (len(raw) - rows * 4) % rows:
         return None
-    return np.frombuffer(raw, dtype="<f4").reshape(rows, len(raw) // (rows * 4)).astype(np.float32)
+    scales = np.frombuffer(raw[:rows * 4], dtype="<f4").reshape(rows, 1)
+    codes = np.frombuffer(raw[rows * 4:], dtype=np.int8).reshape(rows, -1)
+    return _restore(codes, scales)
 
 
 class SentenceStore:
@@ -86,8 +108,18 @@ class SentenceStore:
 
     def _open(self) -> Any:
         if self._collection is None:
-            self._collection = self.index.client.get_or_create_collection(
-                self.name, metadata={"hnsw:space": "cosine"}, embedding_function=None)
+            client = self.index.client
+            collection = client.get_or_create_collection(self.name, metadata={"layout": LAYOUT},
+                                                         embedding_function=None)
+            if (collection.metadata or {}).get("layout") != LAYOUT:  # an older layout: dropped, refilled as used
+                with self.index.writer_lock(wait=False) as held:
+                    if not held:
+                        raise RuntimeError("the store is being written; the older layout is replaced later")
+                    client.delete_collection(self.name)
+                    collection = client.get_or_create_collection(self.name, metadata={"layout": LAYOUT},
+                                                                 embedding_function=None)
+                log.info("sentence vectors of an older layout dropped from %s", self.name)
+            self._collection = collection
         return self._collection
 
     def get(self, wanted: dict[str, str]) -> dict[str, np.ndarray]:
@@ -104,15 +136,15 @@ class SentenceStore:
                     meta = meta or {}
                     if meta.get("key") != wanted.get(doc_id):
                         continue  # the abstract (or the model) changed since: recomputed
-                    vectors = _unpack(str(meta.get("vectors", "")), int(meta.get("n", 0) or 0))
+                    vectors = unpack(str(meta.get("vectors", "")), int(meta.get("n", 0) or 0))
                     if vectors is not None:
                         out[doc_id] = vectors
         except Exception as exc:  # a cache: the answer goes on without it
             self._fault("read", exc)
         return out
 
-    def put(self, entries: dict[str, tuple[str, np.ndarray]]) -> int:
-        """Persist papers' vectors (doc_id -> (key, vectors)); how many were written. Writes are skipped while
+    def put(self, entries: dict[str, tuple[str, str, int]]) -> int:
+        """Persist papers' packed vectors (doc_id -> (key, `pack`ed vectors, rows)); how many were written. Writes are skipped while
         another process writes the store folder (an ingest holds its lock): the next use writes them."""
         if self.failed or not entries:
             return 0
@@ -126,15 +158,10 @@ class SentenceStore:
                 items = list(entries.items())
                 for start in range(0, len(items), WRITE_BATCH):
                     batch = items[start:start + WRITE_BATCH]
-                    means = []
-                    for _, (_, vectors) in batch:
-                        mean = vectors.mean(axis=0)
-                        means.append((mean / max(float(np.linalg.norm(mean)), 1e-12)).tolist())
                     collection.upsert(
                         ids=[doc_id for doc_id, _ in batch],
-                        embeddings=means,
-                        metadatas=[{"key": key, "n": int(vectors.shape[0]), "vectors": _pack(vectors)}
-                                   for _, (key, vectors) in batch],
+                        embeddings=[[1.0]] * len(batch),  # never searched: a placeholder, no vector index
+                        metadatas=[{"key": key, "n": rows, "vectors": packed} for _, (key, packed, rows) in batch],
                     )
                     written += len(batch)
         except Exception as exc:
@@ -235,11 +262,13 @@ class SentenceIndex:
         keys = {paper.doc_id: sentence_key(s, self.embedder.max_tokens, self.embedder.name) for paper, s in todo}
         vectors = self.store.get(keys) if self.store is not None else {}
         missing = [(p, s) for p, s in todo if p.doc_id not in vectors or vectors[p.doc_id].shape[0] != len(s)]
-        computed: dict[str, tuple[str, np.ndarray]] = {}
+        computed: dict[str, tuple[str, str, int]] = {}
         if missing:
             for (paper, _), found in zip(missing, self._embed([s for _, s in missing])):
-                vectors[paper.doc_id] = found
-                computed[paper.doc_id] = (keys[paper.doc_id], found)
+                packed = pack(found)
+                # as the store keeps them, whether this answer computed them or a later one reads them back
+                vectors[paper.doc_id] = unpack(packed, len(found))  # type: ignore[assignment]
+                computed[paper.doc_id] = (keys[paper.doc_id], packed, len(found))
             if self.store is not None:
                 self.store.put(computed)
         return vectors, len(missing)
