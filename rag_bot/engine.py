@@ -202,6 +202,15 @@ class Engine:
             self._retriever.reload()
         return report, result
 
+    def prepare(self) -> None:
+        """Make retrieval's lexical side ready for the collection as it is now (built and saved beside the store
+        when its state has none: rag_bot/retrieval/lexicon.py), so the first question after a write does not
+        wait for it."""
+        if self._retriever is None:
+            self.retriever  # noqa: B018 - built on first use
+        else:
+            self._retriever.reload()
+
     # --- questions ------------------------------------------------------------------------------------------
     def ask(self, question: str, mode: Mode | None = None, history: Sequence[Turn] | None = None,
             max_papers: int | None = None, filters: Filters | None = None) -> Answer:

@@ -454,3 +454,21 @@ def test_doctor_finds_vectors_of_another_dimension(run, engine, tmp_path):
     assert len(problems) == 2 and all("384" in line for line in problems), doctor.stdout
     assert any(engine.index.papers.get(limit=1)["ids"][0] in line for line in problems), "names ids"
     assert "--rebuild" in doctor.stdout
+
+
+def test_ingest_leaves_the_search_index_ready_for_the_first_question(run, tmp_path):
+    """The lexical side (BM25, names, filter columns) is built by the ingest that changed the collection, not by
+    the next question."""
+    from rag_bot.retrieval.lexicon import cached
+    from rag_bot.settings import Settings
+    from rag_bot.store.index import PaperIndex
+
+    store = tmp_path / "store"
+    data = tmp_path / "two.jsonl"
+    data.write_text("".join(json.dumps({"id": f"p{n}", "title": f"Pebble counting robots {n}", "abstract":
+                                        f"We present PebbleBot {n}, a swarm of tiny robots that count pebbles on a "
+                                        "beach with under one percent error."}) + "\n" for n in range(2)))
+    proc = run("ingest", str(data), storage=store)
+    assert proc.returncode == 0, proc.stderr
+    lexicon = cached(PaperIndex(Settings(storage=store)))
+    assert lexicon is not None and sorted(lexicon.ids) == ["p0", "p1"]

@@ -3,6 +3,7 @@ papers, never stale after an abstract changes, and never a reason for an answer 
 
 from __future__ import annotations
 
+import base64
 import logging
 import shutil
 from pathlib import Path
@@ -12,9 +13,9 @@ import pytest
 
 from rag_bot.engine import Engine
 from rag_bot.settings import Settings
-from rag_bot.store.embedding import MiniLMEmbedding
+from rag_bot.store.embedding import MODEL_NAME, MiniLMEmbedding
 from rag_bot.store.index import SENTENCES_SUFFIX, PaperIndex
-from rag_bot.store.sentences import SentenceIndex, paper_sentences
+from rag_bot.store.sentences import SentenceIndex, paper_sentences, sentence_key
 
 QUESTIONS = (
     "How does CorrSteer select features for steering?",
@@ -211,11 +212,7 @@ def test_sentence_vectors_of_an_older_layout_are_dropped_and_refilled(index: Pap
     paper = papers_of(index, 1)[0]
     old = index.client.get_or_create_collection(name, metadata={"hnsw:space": "cosine"}, embedding_function=None)
     n = len(paper_sentences(paper))
-    from rag_bot.store.embedding import MODEL_NAME
-    from rag_bot.store.sentences import sentence_key
-
     # float32 vectors beside a 384-number mean, as stores written before the 8-bit layout hold them
-    import base64
     old.upsert(ids=[paper.doc_id], embeddings=[[0.05] * 384], metadatas=[{
         "key": sentence_key(paper_sentences(paper), index.embedder.max_tokens, MODEL_NAME), "n": n,
         "vectors": base64.b64encode(np.ones((n, 384), dtype="<f4").tobytes()).decode()}])

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,8 @@ from rag_bot.surfaces.cli_common import (
     _filters,
     _unreadable,
 )
+
+log = logging.getLogger(__name__)
 
 
 def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
@@ -67,7 +71,16 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
           f"The index holds {engine.index.count()} papers.")
     if not result.papers and result.problems:
         return 1
+    _prepare(engine)
     return 0
+
+
+def _prepare(engine: Any) -> None:
+    """Build the search index's lexical side after a write, so the next question does not wait for it."""
+    if engine.index.count():
+        started = time.perf_counter()
+        engine.prepare()
+        log.info("lexical side ready in %.1f s", time.perf_counter() - started)
 
 
 def _reembed(args: argparse.Namespace, settings: Settings) -> int:
@@ -148,6 +161,7 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     replaced = f" ({counts['replaced']} replaced)" if counts.get("replaced") else ""
     print(f"Imported {counts['papers']} papers{replaced} and {counts['chunks']} chunks from {path}. "
           f"The index holds {engine.index.count()} papers.")
+    _prepare(engine)
     return 0
 
 
