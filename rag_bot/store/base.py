@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from llama_index.core.node_parser import SentenceSplitter
-from llama_index.vector_stores.chroma import ChromaVectorStore
 
 from rag_bot.errors import StoreError
 from rag_bot.settings import Settings
@@ -80,7 +79,6 @@ class ChromaStore:
             raise store_error(self.settings, "open", exc) from exc
         self.papers = GuardedCollection(papers, self)
         self.chunks = GuardedCollection(chunks, self)
-        self.vector_store = ChromaVectorStore(chroma_collection=self.chunks)
         self.write_failed = False
 
     def reopen(self) -> None:

@@ -1,8 +1,9 @@
 """The index: papers chunked with a llama-index node parser, embedded offline, stored in Chroma.
 
-Two collections: `<name>_chunks` (the llama-index `ChromaVectorStore`: one vector per chunk) and
-`<name>_papers` (one record per paper: its original text, metadata, a whole-abstract vector, and the
-fingerprint that makes ingestion incremental). A paper's record is written after its chunks, so it acts
+Two collections: `<name>_chunks` (one vector per chunk, split by llama-index's `SentenceSplitter`; a record holds
+only its paper's id and its position: the text is the paper's, and a chunk record with its text, llama-index's node
+JSON and Chroma's full-text index over it took 60 % of the store's disk) and `<name>_papers` (one record per paper:
+its original text, metadata, a whole-abstract vector, and the fingerprint that makes ingestion incremental). A paper's record is written after its chunks, so it acts
 as the commit marker: an interrupted ingest leaves no paper that looks done but is not.
 
 Faults (a full disk, an I/O error, a damaged `chroma.sqlite3`) reach callers as one-line `StoreError`s naming the
@@ -23,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from llama_index.core.schema import BaseNode, Document, NodeRelationship, RelatedNodeInfo, TextNode
+from llama_index.core.schema import Document, NodeRelationship, RelatedNodeInfo, TextNode
 
 from rag_bot.errors import StoreError
 from rag_bot.reading import identity
@@ -32,7 +33,7 @@ from rag_bot.store.chroma import (
     STORE_FAULTS,
     one_line,
 )
-from rag_bot.store.reads import SENTENCES_SUFFIX, PaperReads, _paper_metadata, paper_from_record
+from rag_bot.store.reads import SENTENCES_SUFFIX, PaperReads, _paper_metadata, chunk_metadata, paper_from_record
 from rag_bot.text import clean_markup
 from rag_bot.types import Paper
 
@@ -240,7 +241,8 @@ class PaperIndex(PaperReads):
         for node, vector in zip(nodes, vectors[: len(nodes)]):
             node.embedding = vector.tolist()
         if nodes:
-            self.vector_store.add(list[BaseNode](nodes))
+            self.chunks.upsert(ids=[n.node_id for n in nodes], embeddings=[n.embedding for n in nodes],  # type: ignore[misc]
+                               metadatas=[chunk_metadata(n.metadata) for n in nodes])
         paper_vectors: list[list[float]] = []
         start, extra = 0, len(nodes)
         for paper, _ in batch:

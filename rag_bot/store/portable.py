@@ -27,6 +27,7 @@ from rag_bot.errors import StoreError
 from rag_bot.store.chroma import one_line, store_label
 from rag_bot.store.index import PaperIndex
 from rag_bot.store.portable_check import FORMAT, KINDS, VERSION, Plan, _lines, check_file
+from rag_bot.store.reads import chunk_metadata
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ def export_collection(index: PaperIndex, path: Path, progress: Callable[[int], N
         out.write(json.dumps(manifest) + "\n")
         for kind, collection, total in (("chunk", index.chunks, chunks), ("paper", index.papers, papers)):
             for record_id, document, metadata, embedding in _records(collection, total):
-                out.write(json.dumps({"kind": kind, "id": record_id, "document": document, "metadata": metadata,
+                out.write(json.dumps({"kind": kind, "id": record_id, "document": document or "", "metadata": metadata,
                                       "embedding": [round(float(x), 7) for x in embedding]}) + "\n")
                 if progress and kind == "paper":
                     progress(1)
@@ -123,10 +124,13 @@ class _Backup:
 def _upsert(index: PaperIndex, kind: str, records: Iterable[dict[str, Any]],
             progress: Callable[[int], None] | None = None) -> None:
     """Write records of one kind, `BATCH` at a time (bounded memory); `progress` counts the papers written."""
-    collection = index.chunks if kind == "chunk" else index.papers
     for batch in _in_batches(records):
-        collection.upsert(ids=[r["id"] for r in batch], documents=[r["document"] for r in batch],
-                          metadatas=[r["metadata"] for r in batch], embeddings=[r["embedding"] for r in batch])
+        ids, embeddings = [r["id"] for r in batch], [r["embedding"] for r in batch]
+        if kind == "chunk":  # a chunk keeps its paper and position only (rag_bot/store/index.py), whatever the file has
+            index.chunks.upsert(ids=ids, embeddings=embeddings, metadatas=[chunk_metadata(r["metadata"]) for r in batch])
+        else:
+            index.papers.upsert(ids=ids, embeddings=embeddings, documents=[r["document"] for r in batch],
+                                metadatas=[r["metadata"] for r in batch])
         if progress and kind == "paper":
             progress(len(batch))
 

@@ -63,6 +63,15 @@ def _paper_metadata(paper: Paper, fingerprint: str) -> dict[str, Any]:
     return meta
 
 
+CHUNK_KEYS = ("doc_id", "chunk")  # all a chunk record keeps: its paper and its position
+
+
+def chunk_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """A chunk record's metadata as stored (from a node's, or an exported record's written by older versions with
+    the title, source and llama-index's node JSON besides)."""
+    return {key: metadata[key] for key in CHUNK_KEYS if key in metadata}
+
+
 def paper_from_record(doc_id: str, text: str, meta: dict[str, Any]) -> Paper:
     """A `Paper` back from its Chroma record; a one-line ValueError naming the field when its metadata cannot be
     read (the import checks every paper with this very function, so what it lets in can be read back)."""
