@@ -42,6 +42,8 @@ def one_start(code: Path, store: Path) -> dict[str, float]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_BOT_", "OPENAI_"))}
     env.update(RAG_BOT_STORAGE=str(store), RAG_BOT_PORT=str(port), RAG_BOT_HOST="127.0.0.1", PYTHONPATH=str(code),
                GRADIO_ANALYTICS_ENABLED="False", RAG_BOT_LOG_LEVEL="WARNING")
+    if os.environ.get("BENCH_CHROMA_URL"):  # bench/million.py --server
+        env["RAG_BOT_CHROMA_URL"] = os.environ["BENCH_CHROMA_URL"]
     base = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory() as work:
         start = time.perf_counter()

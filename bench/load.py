@@ -76,6 +76,8 @@ def start_server(storage: Path, workdir: Path) -> tuple[subprocess.Popen[bytes],
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_BOT_", "OPENAI_"))}
     env.update(RAG_BOT_STORAGE=str(storage), RAG_BOT_PORT=str(port), RAG_BOT_HOST="127.0.0.1",
                RAG_BOT_LOG_LEVEL="WARNING", GRADIO_ANALYTICS_ENABLED="False")
+    if os.environ.get("BENCH_CHROMA_URL"):  # bench/million.py --server
+        env["RAG_BOT_CHROMA_URL"] = os.environ["BENCH_CHROMA_URL"]
     log = (workdir / "serve.log").open("wb")
     # Its own session, as a server is not one of its users: with the kernel's autogroup scheduling (Linux' default
     # on desktops and on this machine), processes of one session share one slice of the CPU, so a server in the

@@ -5,17 +5,25 @@ question, the collection map (first computed, then read back), and that process'
 store to bench/results/million.json; the table and slopes go to docs/benchmarks.md by hand from it.
 
     .venv/bin/python bench/million.py storage/sim-100000 [storage/sim-300000 ...] [--questions 40]
+    .venv/bin/python bench/million.py --server /work/sim/server-1m     # a `chroma run --path` data folder
+
+With --server, each folder is a Chroma server's data: the bench starts `chroma run` on it, measures every figure
+through RAG_BOT_CHROMA_URL, and adds the server's disk and peak RSS (the lexical cache is in the user's cache folder).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
 import subprocess
 import sys
+import tempfile
 import time
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +50,9 @@ def in_process(store: Path, n_questions: int) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     start = time.perf_counter()
-    engine = Engine(Settings(storage=store, llm="offline"))
+    url = os.environ.get("BENCH_CHROMA_URL")
+    engine = Engine(Settings(storage=store, llm="offline", chroma_url=url) if url else
+                    Settings(storage=store, llm="offline"))
     retriever = engine.retriever
     out["engine_load_s"] = time.perf_counter() - start
     papers = retriever.papers
@@ -87,18 +97,56 @@ def measure(store: Path, n_questions: int) -> dict[str, Any]:
     return row
 
 
+@contextlib.contextmanager
+def chroma_server(data: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """`chroma run` on a data folder, its URL in BENCH_CHROMA_URL while it runs."""
+    port = chat_ready.free_port()
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "chroma"), "run", "--path", str(data), "--port",
+                             str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=2):
+                break
+        except OSError:
+            time.sleep(0.5)
+    os.environ["BENCH_CHROMA_URL"] = url
+    try:
+        yield proc
+    finally:
+        os.environ.pop("BENCH_CHROMA_URL", None)
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+def server_peak_mib(proc: subprocess.Popen[bytes]) -> float:
+    """The server's peak resident memory so far (MiB)."""
+    for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("stores", nargs="*", type=Path)
     parser.add_argument("--questions", type=int, default=40)
     parser.add_argument("--one", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--server", action="store_true", help="the folders are `chroma run` data folders")
     args = parser.parse_args()
     if args.one:
         print(json.dumps(in_process(args.one.resolve(), args.questions)))
         return 0
     rows = json.loads(RESULTS.read_text()) if RESULTS.exists() else []
     for store in args.stores:
-        row = measure(store.resolve(), args.questions)
+        if args.server:
+            with chroma_server(store.resolve()) as server:
+                row = measure(Path(tempfile.mkdtemp(prefix="million-")), args.questions)
+                row |= {"store": str(store.resolve()), "mode": "server", "disk_mib": disk_mib(store),
+                        "server_peak_rss_mib": server_peak_mib(server)}
+        else:
+            row = measure(store.resolve(), args.questions) | {"mode": "folder"}
         rows = [r for r in rows if r["store"] != row["store"]] + [row]
         RESULTS.write_text(json.dumps(rows, indent=2) + "\n")
         print(json.dumps(row), flush=True)

@@ -80,7 +80,14 @@ def timed_run(args: list[str], env: dict[str, str] | None = None) -> tuple[float
 def env_for(store: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_BOT_", "OPENAI_"))}
     env.update(RAG_BOT_STORAGE=str(store), RAG_BOT_LOG_LEVEL="WARNING", RAG_BOT_LLM="offline")
-    return env
+    return env | server_env()
+
+
+def server_env() -> dict[str, str]:
+    """RAG_BOT_CHROMA_URL for the measured commands when a bench runs against a `chroma run` server
+    (BENCH_CHROMA_URL, set by bench/million.py --server)."""
+    url = os.environ.get("BENCH_CHROMA_URL")
+    return {"RAG_BOT_CHROMA_URL": url} if url else {}
 
 
 def pct(values: list[float], q: float) -> float:

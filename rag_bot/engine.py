@@ -181,6 +181,7 @@ class Engine:
         prune: bool = False,
         progress: Callable[[int], None] | None = None,
         on_read: Callable[[ReadResult], None] | None = None,
+        sentence_progress: Callable[[int], None] | None = None,
     ) -> tuple[IngestReport, ReadResult]:
         """Read files, index the new and changed papers, and refresh retrieval.
 
@@ -200,7 +201,21 @@ class Engine:
         log.info("ingested %d files: %s", result.files, report)
         if self._retriever is not None:
             self._retriever.reload()
+        if self.settings.sentence_vectors == "ingest" and report.written:
+            self.embed_sentences(report.written, progress=sentence_progress)
         return report, result
+
+    def embed_sentences(self, doc_ids: Sequence[str], progress: Callable[[int], None] | None = None,
+                        batch: int = 64) -> int:
+        """Embed and persist the sentences of these papers where the store lacks them (what an answer's first use
+        of a paper would do), `batch` papers per model call; how many papers were embedded."""
+        embedded = 0
+        for start in range(0, len(doc_ids), batch):
+            ids = list(doc_ids[start:start + batch])
+            embedded += self.sentences.fill([p for p in self.index.papers_by_id(ids)], batch=batch)
+            if progress:
+                progress(len(ids))
+        return embedded
 
     def prepare(self) -> None:
         """Make retrieval's lexical side ready for the collection as it is now (built and saved beside the store

@@ -115,6 +115,11 @@ class Settings(BaseSettings):
                                     "embeds (for models that need one, e.g. 'query: ').")
     embed_document_prefix: str = Field("", description="Text put before every chunk and sentence the embeddings "
                                        "server embeds (e.g. 'passage: ').")
+    sentence_vectors: Literal["on-demand", "ingest"] = Field(
+        "on-demand", description="When a paper's sentences are embedded for answers (grounding, quotes): at its "
+        "first use by a question (`on-demand`: that answer waits for them), or by the ingest that writes it "
+        "(`ingest`: no answer waits; the ingest takes longer; docs/benchmarks.md)."
+    )
     paper_vector: Literal["whole", "mean"] = Field(
         "mean", description="A paper's own vector: the mean of its chunk vectors (one model pass per paper), or "
         "its title and whole abstract embedded once more (`whole`: about twice the ingest time for one dev question "

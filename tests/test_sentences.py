@@ -4,6 +4,7 @@ papers, never stale after an abstract changes, and never a reason for an answer 
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import shutil
 from pathlib import Path
@@ -221,3 +222,34 @@ def test_sentence_vectors_of_an_older_layout_are_dropped_and_refilled(index: Pap
     assert float(np.min(np.sum(vectors * index.embedder.embed(paper_sentences(paper)), axis=1))) > 0.999
     fresh = index.client.get_collection(name)
     assert fresh.metadata.get("layout") and fresh.count() == 1
+
+
+def test_sentences_embedded_by_the_ingest_leave_no_answer_waiting_for_them(tmp_path: Path, engine, seed_list,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """RAG_BOT_SENTENCE_VECTORS=ingest: the ingest that writes a paper embeds its sentences, so a later process's
+    first question embeds none; on-demand (the default), that question embeds them."""
+    embedded: list[int] = []
+    real = SentenceIndex._embed
+
+    def spy(self, groups):
+        embedded.append(sum(len(g) for g in groups))
+        return real(self, groups)
+
+    monkeypatch.setattr(SentenceIndex, "_embed", spy)
+    data = tmp_path / "papers.jsonl"
+    data.write_text("".join(json.dumps({"id": p.doc_id, "title": p.title, "abstract": p.text}) + "\n"
+                            for p in seed_list[:6]))
+    question = f"what does {seed_list[2].title} propose?"
+    for mode in ("ingest", "on-demand"):
+        store = tmp_path / mode
+        settings = Settings(storage=store, sentence_vectors=mode)
+        Engine(settings, index=PaperIndex(settings, embedder=engine.index.embedder)).ingest([data])
+        at_ingest = sum(embedded)
+        embedded.clear()
+        answer = Engine(settings, index=PaperIndex(settings, embedder=engine.index.embedder)).ask(question)
+        assert answer.grounded
+        if mode == "ingest":
+            assert at_ingest >= 6 and embedded == [], "the question embedded sentences the ingest had embedded"
+        else:
+            assert at_ingest == 0 and sum(embedded) > 0
+        embedded.clear()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from llama_index.core.schema import Document, NodeRelationship, RelatedNodeInfo, TextNode
@@ -55,6 +55,7 @@ class IngestReport:
     removed: int = 0
     chunks_embedded: int = 0
     merged: int = 0  # papers already stored under another id (same DOI, arXiv id or title): kept once
+    written: list[str] = field(default_factory=list, repr=False)  # doc_ids of the papers embedded and written
 
     def __str__(self) -> str:
         merged = f", {self.merged} merged into papers stored under another id" if self.merged else ""
@@ -155,6 +156,7 @@ class PaperIndex(PaperReads):
         def flush() -> None:
             start_writing()
             report.chunks_embedded += self._write_batch(todo)
+            report.written.extend(paper.doc_id for paper, _ in todo)
             if progress:
                 progress(len(todo))
             todo.clear()

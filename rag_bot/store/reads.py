@@ -206,6 +206,19 @@ class PaperReads(ChromaStore):
                     log.warning("paper %s skipped: %s; run `rag-bot doctor`", doc_id, exc)
         return papers
 
+    def papers_by_id(self, doc_ids: Sequence[str]) -> list[Paper]:
+        """The stored papers of these ids (those that exist and can be read), in one request."""
+        if not doc_ids:
+            return []
+        got = self.papers.get(ids=list(dict.fromkeys(doc_ids)), include=["documents", "metadatas"])
+        out = []
+        for doc_id, text, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or []):
+            try:
+                out.append(paper_from_record(doc_id, text or "", dict(meta or {})))
+            except ValueError as exc:
+                log.warning("paper %s skipped: %s; run `rag-bot doctor`", doc_id, exc)
+        return out
+
     def paper_vectors(self, doc_ids: Sequence[str]) -> dict[str, list[float]]:
         """Whole-abstract vectors of the given papers."""
         if not doc_ids:

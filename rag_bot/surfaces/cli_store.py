@@ -61,9 +61,20 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
             print(f"warning: {problem}", file=sys.stderr)
         bar = tqdm(total=len(result.papers), unit="paper", desc="Indexing", disable=args.quiet, file=sys.stderr)
 
-    report, result = engine.ingest(paths, prune=args.prune, progress=lambda n: bar.update(n), on_read=on_read)
-    if bar is not None:
-        bar.close()
+    sentences: Any = None
+
+    def on_sentences(n: int) -> None:  # RAG_BOT_SENTENCE_VECTORS=ingest: the written papers' sentences
+        nonlocal sentences
+        if sentences is None:
+            bar.close()
+            sentences = tqdm(unit="paper", desc="Sentences", disable=args.quiet, file=sys.stderr)
+        sentences.update(n)
+
+    report, result = engine.ingest(paths, prune=args.prune, progress=lambda n: bar.update(n), on_read=on_read,
+                                   sentence_progress=on_sentences)
+    for progress_bar in (bar, sentences):
+        if progress_bar is not None:
+            progress_bar.close()
     if args.prune and (result.problems or not result.papers):
         why = "some input could not be read" if result.problems else "no paper was read"
         print(f"warning: --prune was skipped because {why}", file=sys.stderr)
