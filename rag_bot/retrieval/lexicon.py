@@ -20,7 +20,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -28,13 +28,14 @@ from typing import Any, TypeVar
 import numpy as np
 
 from rag_bot.retrieval.columns import Columns
+from rag_bot.retrieval.rows import IdTable
 from rag_bot.store.index import PaperIndex
 from rag_bot.text import clean_markup, normalize_name
 from rag_bot.types import Paper
 
 log = logging.getLogger(__name__)
 
-FORMAT = 3  # bump when what is saved (or how BM25 tokenises) changes (2: identifiers, 3: filter columns)
+FORMAT = 4  # bump when what is saved (or how BM25 tokenises) changes (2: identifiers, 3: filter columns, 4: id table)
 _V = TypeVar("_V")
 _FIELDS = ("title", "text", "source", "aliases", "links", "authors", "venue", "year", "url", "identifiers")
 
@@ -42,7 +43,7 @@ _FIELDS = ("title", "text", "source", "aliases", "links", "authors", "venue", "y
 class _ByRow(Mapping[str, _V]):
     """A mapping keyed by doc_id over rows stored in arrays (row n = ids[n])."""
 
-    def __init__(self, ids: list[str], rows: dict[str, int] | None = None) -> None:
+    def __init__(self, ids: Sequence[str], rows: Mapping[str, int] | None = None) -> None:
         self._rows = rows if rows is not None else {d: n for n, d in enumerate(ids)}
         self._ids = ids
 
@@ -62,7 +63,8 @@ class _ByRow(Mapping[str, _V]):
 class LazyPapers(_ByRow[Paper]):
     """doc_id -> Paper, decoding a record (a JSON line in one memory-mapped blob) when it is first asked for."""
 
-    def __init__(self, ids: list[str], blob: Any, offsets: np.ndarray, rows: dict[str, int] | None = None) -> None:
+    def __init__(self, ids: Sequence[str], blob: Any, offsets: np.ndarray, rows: Mapping[str, int] | None = None,
+                 ) -> None:
         super().__init__(ids, rows)
         self._blob = blob
         self._offsets = offsets
@@ -80,8 +82,8 @@ class LazyPapers(_ByRow[Paper]):
 class DocTerms(_ByRow[set[str]]):
     """doc_id -> its stemmed words, from a compressed sparse row matrix of term ids."""
 
-    def __init__(self, ids: list[str], vocab: list[str], indptr: np.ndarray, indices: np.ndarray,
-                 rows: dict[str, int] | None = None) -> None:
+    def __init__(self, ids: Sequence[str], vocab: list[str], indptr: np.ndarray, indices: np.ndarray,
+                 rows: Mapping[str, int] | None = None) -> None:
         super().__init__(ids, rows)
         self._vocab = vocab
         self._indptr = indptr
@@ -117,7 +119,7 @@ class DocFreq(Mapping[str, int]):
 class Lexicon:
     """What retrieval's snapshot holds of the collection, as loaded or built."""
 
-    ids: list[str] = field(default_factory=list)
+    ids: Sequence[str] = field(default_factory=list)
     papers: Mapping[str, Paper] = field(default_factory=dict)
     names: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # NameIndex.by_key
     bm25: Any = None
@@ -125,7 +127,7 @@ class Lexicon:
     df: Mapping[str, int] = field(default_factory=dict)
     chunks: int = 0
     origin: str = "empty"  # cache | built | empty
-    rows: dict[str, int] = field(default_factory=dict)  # doc_id -> row of every array
+    rows: Mapping[str, int] = field(default_factory=dict)  # doc_id -> row of every array
     columns: Columns | None = None  # the papers' filterable fields (rag_bot/retrieval/columns.py)
 
 
@@ -253,8 +255,10 @@ def _save(folder: Path, lexicon: Lexicon, arrays: dict[str, Any], records: list[
     if lexicon.columns is not None:
         lexicon.columns.save(tmp)
     (tmp / "vocab.json").write_text(json.dumps(arrays["vocab"], ensure_ascii=False), encoding="utf-8")
-    (tmp / "meta.json").write_text(json.dumps({"ids": lexicon.ids, "names": lexicon.names, "chunks": lexicon.chunks,
-                                               "format": FORMAT}, ensure_ascii=False), encoding="utf-8")
+    IdTable.build(lexicon.ids).save(tmp)
+    (tmp / "meta.json").write_text(json.dumps({"papers": len(lexicon.ids), "names": lexicon.names,
+                                               "chunks": lexicon.chunks, "format": FORMAT}, ensure_ascii=False),
+                                   encoding="utf-8")
     (tmp / "done").write_text(time.strftime("%Y-%m-%dT%H:%M:%S"))
     try:
         tmp.rename(folder)
@@ -272,7 +276,7 @@ def _load(folder: Path, state: dict[str, Any]) -> Lexicon:
     meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
     if meta.get("format") != FORMAT:
         raise ValueError("another cache format")
-    ids: list[str] = meta["ids"]
+    ids = IdTable.load(folder)
     vocab: list[str] = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
     bm25 = bm25s.BM25.load(str(folder / "bm25"), mmap=True, show_progress=False)
     indptr = np.load(folder / "indptr.npy", mmap_mode="r")
@@ -284,7 +288,7 @@ def _load(folder: Path, state: dict[str, Any]) -> Lexicon:
     term_ids = {w: i for i, w in enumerate(vocab)}
     counts = np.load(folder / "counts.npy", mmap_mode="r")
     names = {k: [(a, d) for a, d in v] for k, v in meta["names"].items()}
-    rows = {d: n for n, d in enumerate(ids)}
+    rows = ids.rows
     return Lexicon(
         ids=ids, papers=LazyPapers(ids, blob, offsets, rows), names=names, bm25=bm25,
         doc_terms=DocTerms(ids, vocab, indptr, indices, rows), df=DocFreq(term_ids, counts), chunks=state["chunks"],

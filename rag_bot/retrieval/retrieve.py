@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,7 +110,7 @@ class Snapshot:
     old collection or the new one, never a mix."""
 
     papers: Mapping[str, Paper] = field(default_factory=dict)  # decoded when first read (rag_bot/retrieval/lexicon.py)
-    ids: list[str] = field(default_factory=list)  # BM25 row -> doc_id
+    ids: Sequence[str] = field(default_factory=list)  # BM25 row -> doc_id
     chunks: int = 0
     names: NameIndex = field(default_factory=NameIndex)
     bm25: Any = None
