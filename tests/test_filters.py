@@ -110,7 +110,9 @@ def test_a_filter_larger_than_chroma_can_take_as_a_list_ranks_as_the_list_does(m
 
     question = "steering language model activations with sparse autoencoder features"
     filters = Filters.parse(venue="ICML")
+    monkeypatch.setattr(retrieve, "LIST_ABOVE", 0)  # the list, exact
     exact = [(p.paper.doc_id, p.score) for p in mixed.retriever.retrieve_papers(question, filters=filters)]
+    monkeypatch.setattr(retrieve, "LIST_ABOVE", 10**9)
     listed: list[int] = []
     for collection in (mixed.index.papers, mixed.index.chunks):
         real = collection.query

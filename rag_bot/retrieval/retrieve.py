@@ -36,11 +36,16 @@ log = logging.getLogger(__name__)
 RRF_K = 20
 LONG_QUESTION_WORDS = 25
 FEEDBACK_PAPERS = 10  # top papers whose abstracts feed back into a long question
-# A filter letting through at most IN_LIMIT papers is passed to Chroma as their list (SQLite refuses a query of
-# more than 32,766 variables: at 300,000 papers a filter of years 2019-2021 failed so); a larger one is applied to
-# OVERFETCH times the neighbours its share of the collection needs (`_nearest`).
+# A filter is applied by asking Chroma for OVERFETCH times the neighbours its share of the collection needs and
+# keeping the allowed ones, or, when that would take more than LIST_ABOVE neighbours, by passing Chroma the list of
+# its papers, at most IN_LIMIT of them (SQLite refuses a query of more than 32,766 variables: at 300,000 papers a
+# filter of years 2019-2021 failed so; Chroma reads a query's results by a list of ids too, hence MAX_NEIGHBOURS).
+# LIST_ABOVE is where the two cost the same on 100,000 papers (bench/filter_limit.py: 1,600 neighbours 208 ms
+# against the list's 362 ms; 4,000 neighbours 588 ms against 300 ms; docs/benchmarks.md).
 IN_LIMIT = 20_000
 OVERFETCH = 2.0
+LIST_ABOVE = 2_500
+MAX_NEIGHBOURS = 20_000
 AREA_CANDIDATES = 40  # papers retrieved for a summary or a comparison by topic (grounding keeps those on topic)
 # Endings that leave a real word when cut ("models", "processor", "logical"): a word cut by them is not a typo.
 _ENDINGS = {"s", "d", "r", "y", "e", "n", "es", "ed", "er", "or", "al", "ly", "ic", "en", "ty", "st", "rs", "ds"}
@@ -165,10 +170,10 @@ class Snapshot:
 def _nearest(
     collection: Any, embedding: Any, k: int, size: int, key: str | None, allowed: Allowed | None, papers: int,
 ) -> list[tuple[str, float]]:
-    """(doc_id, distance) of a collection's `k` nearest records, only of `allowed` papers when given: a small
-    filter is passed to Chroma as the list of its papers (exact; the list stays below SQLite's limit on a query's
-    variables), a large one by asking for more neighbours than `k` and keeping the allowed ones, more again until
-    `k` are found or the collection is exhausted. `key` names the metadata holding a record's paper (None: the
+    """(doc_id, distance) of a collection's `k` nearest records, only of `allowed` papers when given: by asking
+    for more neighbours than `k` and keeping the allowed ones (more again until `k` are found or the collection is
+    exhausted), or, for a filter so narrow that would take more than LIST_ABOVE neighbours, by passing Chroma the
+    list of its papers (exact; at most IN_LIMIT). `key` names the metadata holding a record's paper (None: the
     record's id is the paper's)."""
     def query(n: int, **where: Any) -> list[tuple[str, float]]:
         got = collection.query(query_embeddings=[embedding], n_results=min(n, size),
@@ -179,15 +184,15 @@ def _nearest(
 
     if allowed is None:
         return query(k)
-    if len(allowed) <= IN_LIMIT:
+    n = min(math.ceil(k * papers / len(allowed) * OVERFETCH), MAX_NEIGHBOURS)
+    if n > LIST_ABOVE and len(allowed) <= IN_LIMIT:
         ids = sorted(allowed)
         return query(k, where={key: {"$in": ids}}) if key else query(k, ids=ids)
-    n = math.ceil(k * papers / len(allowed) * OVERFETCH)
     while True:
         kept = [(d, dist) for d, dist in query(n) if d in allowed]
-        if len(kept) >= k or n >= size:
+        if len(kept) >= k or n >= min(size, MAX_NEIGHBOURS):
             return kept[:k]
-        n *= 4
+        n = min(n * 4, MAX_NEIGHBOURS)
 
 
 class PaperRetriever(BaseRetriever):
