@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from relevance_fit import QUESTIONS, locked, read_jsonl  # noqa: E402
+from relevance_fit import PAIRS, QUESTIONS, locked, read_jsonl  # noqa: E402
 
 from rag_bot.store import sentences as layout  # noqa: E402
 
@@ -54,8 +54,13 @@ def answers(store: Path, questions: list[dict], exact: bool) -> list[dict]:
         out = []
         for q in questions:
             answer = engine.ask(q["question"], mode=q.get("mode"))
-            out.append({"answer": answer.answer, "grounded": answer.grounded,
-                        "cited": [c.doc_id for c in answer.citations]})
+            cited = [c.doc_id for c in answer.citations]
+            labels = q.get("labels", {})
+            judged = [labels[d] for d in cited if d in labels]
+            relevant = {d for d, v in labels.items() if v}
+            out.append({"answer": answer.answer, "grounded": answer.grounded, "cited": cited,
+                        "precision": sum(judged) / len(judged) if judged else None,
+                        "recall": len(relevant & set(cited)) / len(relevant) if relevant else None})
         return out
     finally:
         layout.pack, layout.unpack = real
@@ -65,7 +70,14 @@ def compare(store: Path, questions: list[dict]) -> dict:
     started = time.perf_counter()
     old, new = answers(store, questions, exact=True), answers(store, questions, exact=False)
     n = len(questions)
+
+    def mean(rows: list[dict], key: str) -> float | None:
+        values = [r[key] for r in rows if r[key] is not None]
+        return round(float(np.mean(values)), 4) if values else None
+
     return {"questions": n,
+            "judged_precision_float32": mean(old, "precision"), "judged_precision_int8": mean(new, "precision"),
+            "recall_float32": mean(old, "recall"), "recall_int8": mean(new, "recall"),
             "same_answer": sum(a["answer"] == b["answer"] for a, b in zip(old, new)),
             "grounded_differs": sum(a["grounded"] != b["grounded"] for a, b in zip(old, new)),
             "citations_differ": sum(a["cited"] != b["cited"] for a, b in zip(old, new)),
@@ -90,6 +102,8 @@ def bytes_per_paper(store: Path, n: int = 200) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--store", type=Path, default=ROOT / "storage" / "bench-22000")
+    parser.add_argument("--skip-seeds", action="store_true")
+    parser.add_argument("--skip-store", action="store_true")
     args = parser.parse_args()
     from rag_bot.engine import Engine
     from rag_bot.settings import Settings
@@ -97,12 +111,18 @@ def main() -> int:
     result: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     dev = [json.loads(line) for line in (ROOT / "tests" / "data" / "dev_questions.jsonl").read_text().splitlines()
            if line.strip()]
-    with tempfile.TemporaryDirectory() as tmp:
-        Engine(Settings(storage=Path(tmp))).ingest([ROOT / "seeds"])
-        result["dev_seeds"] = compare(Path(tmp), dev)
-        result["bytes_seeds"] = bytes_per_paper(Path(tmp))
-    if args.store.exists():
+    if RESULTS.exists():  # a part skipped keeps its figures from the last run
+        result |= {k: v for k, v in json.loads(RESULTS.read_text()).items() if k != "date"}
+    if not args.skip_seeds:
+        with tempfile.TemporaryDirectory() as tmp:
+            Engine(Settings(storage=Path(tmp))).ingest([ROOT / "seeds"])
+            result["dev_seeds"] = compare(Path(tmp), dev)
+            result["bytes_seeds"] = bytes_per_paper(Path(tmp))
+    if args.store.exists() and not args.skip_store:
         judged = read_jsonl(QUESTIONS)
+        pairs = read_jsonl(PAIRS)
+        for q in judged:  # the readers' labels of cited papers (bench/data/README.md)
+            q["labels"] = {p["doc_id"]: bool(p["relevant"]) for p in pairs if p["qid"] == q["id"]}
         result["judged_fit"] = compare(args.store, [q for q in judged if not locked(q["id"])])
         result["judged_locked"] = compare(args.store, [q for q in judged if locked(q["id"])])
         result["bytes_22000"] = bytes_per_paper(args.store)
