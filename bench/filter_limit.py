@@ -1,6 +1,6 @@
 """Where a filter should stop reaching Chroma as a list of its papers (rag_bot/retrieval/retrieve.py LIST_ABOVE): the
 dense side of a filtered question, timed both ways (the list, and more neighbours with the allowed kept) for filters
-letting through more and more papers, on one store. Writes bench/results/filter_limit.json.
+letting through a random 0.1 % to 30 % of the papers, on one store. Writes bench/results/filter_limit.json.
 
     .venv/bin/python bench/filter_limit.py /work/sim/store-100k
 """

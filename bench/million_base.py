@@ -51,7 +51,8 @@ print(json.dumps({"filtered_retrieve_s": filtered, "retrieve_median_ms": sorted(
 def run(code: Path, store: Path, args: list[str]) -> tuple[float, float, str]:
     env = scale.env_for(store) | {"PYTHONPATH": str(code)}
     start = time.perf_counter()
-    proc = subprocess.run(["/usr/bin/time", "-f", "%M", *args], capture_output=True, text=True, env=env, cwd=ROOT)
+    # From the code's own folder: `python -m` and `-c` put the working folder first on the path.
+    proc = subprocess.run(["/usr/bin/time", "-f", "%M", *args], capture_output=True, text=True, env=env, cwd=code)
     seconds = time.perf_counter() - start
     if proc.returncode:
         return float("nan"), float("nan"), proc.stderr[-500:]

@@ -40,8 +40,8 @@ FEEDBACK_PAPERS = 10  # top papers whose abstracts feed back into a long questio
 # keeping the allowed ones, or, when that would take more than LIST_ABOVE neighbours, by passing Chroma the list of
 # its papers, at most IN_LIMIT of them (SQLite refuses a query of more than 32,766 variables: at 300,000 papers a
 # filter of years 2019-2021 failed so; Chroma reads a query's results by a list of ids too, hence MAX_NEIGHBOURS).
-# LIST_ABOVE is where the two cost the same on 100,000 papers (bench/filter_limit.py: 1,600 neighbours 208 ms
-# against the list's 362 ms; 4,000 neighbours 588 ms against 300 ms; docs/benchmarks.md).
+# LIST_ABOVE is where the two cost the same on 100,000 papers (bench/filter_limit.py, load 1.8: 1,600 neighbours
+# 102 ms against the list's 144 ms; 4,000 neighbours 197 ms against 96 ms; docs/benchmarks.md).
 IN_LIMIT = 20_000
 OVERFETCH = 2.0
 LIST_ABOVE = 2_500
