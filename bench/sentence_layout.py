@@ -35,6 +35,10 @@ def float32_pack(vectors: np.ndarray) -> str:
     return base64.b64encode(np.ascontiguousarray(vectors, dtype="<f4").tobytes()).decode("ascii")
 
 
+def float32_pack_and_restore(vectors: np.ndarray) -> tuple[str, np.ndarray]:
+    return float32_pack(vectors), np.asarray(vectors, dtype=np.float32)
+
+
 def float32_unpack(text: str, rows: int) -> np.ndarray:
     return np.frombuffer(base64.b64decode(text), dtype="<f4").reshape(rows, -1).astype(np.float32)
 
@@ -45,9 +49,9 @@ def answers(store: Path, questions: list[dict], exact: bool) -> list[dict]:
     from rag_bot.settings import Settings
     from rag_bot.store.sentences import SentenceIndex
 
-    real = layout.pack, layout.unpack
+    real = layout.pack_and_restore, layout.unpack
     if exact:
-        layout.pack, layout.unpack = float32_pack, float32_unpack  # type: ignore[assignment]
+        layout.pack_and_restore, layout.unpack = float32_pack_and_restore, float32_unpack  # type: ignore[assignment]
     try:
         engine = Engine(Settings(storage=store, llm="offline"))
         engine._sentences = SentenceIndex(engine.index.embedder)  # in memory only: the store is not written
@@ -63,7 +67,7 @@ def answers(store: Path, questions: list[dict], exact: bool) -> list[dict]:
                         "recall": len(relevant & set(cited)) / len(relevant) if relevant else None})
         return out
     finally:
-        layout.pack, layout.unpack = real
+        layout.pack_and_restore, layout.unpack = real
 
 
 def compare(store: Path, questions: list[dict]) -> dict:
@@ -96,7 +100,7 @@ def bytes_per_paper(store: Path, n: int = 200) -> dict:
     vectors = [np.zeros((r, 384), dtype=np.float32) for r in rows]
     return {"sentences_per_paper": round(float(np.mean(rows)), 2),
             "float32_plus_mean_bytes": round(float(np.mean([len(float32_pack(v)) + 384 * 4 for v in vectors]))),
-            "int8_bytes": round(float(np.mean([len(layout.pack(v)) for v in vectors])))}
+            "int8_bytes": round(float(np.mean([len(layout.pack_and_restore(v)[0]) for v in vectors])))}
 
 
 def main() -> int:

@@ -43,8 +43,8 @@ _FIELDS = ("title", "text", "source", "aliases", "links", "authors", "venue", "y
 class _ByRow(Mapping[str, _V]):
     """A mapping keyed by doc_id over rows stored in arrays (row n = ids[n])."""
 
-    def __init__(self, ids: Sequence[str], rows: Mapping[str, int] | None = None) -> None:
-        self._rows = rows if rows is not None else {d: n for n, d in enumerate(ids)}
+    def __init__(self, ids: Sequence[str], rows: Mapping[str, int]) -> None:
+        self._rows = rows
         self._ids = ids
 
     def __getitem__(self, doc_id: str) -> _V:
@@ -63,8 +63,7 @@ class _ByRow(Mapping[str, _V]):
 class LazyPapers(_ByRow[Paper]):
     """doc_id -> Paper, decoding a record (a JSON line in one memory-mapped blob) when it is first asked for."""
 
-    def __init__(self, ids: Sequence[str], blob: Any, offsets: np.ndarray, rows: Mapping[str, int] | None = None,
-                 ) -> None:
+    def __init__(self, ids: Sequence[str], blob: Any, offsets: np.ndarray, rows: Mapping[str, int]) -> None:
         super().__init__(ids, rows)
         self._blob = blob
         self._offsets = offsets
@@ -83,7 +82,7 @@ class DocTerms(_ByRow[set[str]]):
     """doc_id -> its stemmed words, from a compressed sparse row matrix of term ids."""
 
     def __init__(self, ids: Sequence[str], vocab: list[str], indptr: np.ndarray, indices: np.ndarray,
-                 rows: Mapping[str, int] | None = None) -> None:
+                 rows: Mapping[str, int]) -> None:
         super().__init__(ids, rows)
         self._vocab = vocab
         self._indptr = indptr

@@ -159,12 +159,9 @@ class Snapshot:
         decoded."""
         if filters is None or filters.empty:
             return None
-        rows = self.rows or {d: n for n, d in enumerate(self.ids)}
-        if self.columns is not None and len(self.columns) == len(self.ids):
-            mask = self.columns.mask(filters)
-        else:
-            mask = np.fromiter((filters.matches(self.papers[d]) for d in self.ids), dtype=bool, count=len(self.ids))
-        return Allowed(self.ids, rows, mask)
+        # Every lexicon with papers has its columns (an empty one has neither).
+        mask = self.columns.mask(filters) if self.columns is not None else np.zeros(len(self.ids), dtype=bool)
+        return Allowed(self.ids, self.rows, mask)
 
 
 def _nearest(

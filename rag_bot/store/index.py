@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from llama_index.core.schema import Document, NodeRelationship, RelatedNodeInfo, TextNode
+from llama_index.core.schema import Document, TextNode
 
 from rag_bot.errors import StoreError
 from rag_bot.reading import identity
@@ -95,15 +95,9 @@ class PaperIndex(PaperReads):
         out = []
         for n, node in enumerate(nodes):
             out.append(
-                TextNode(
-                    id_=f"{paper.doc_id}::{n}",
-                    text=node.get_content(),
-                    metadata={"doc_id": paper.doc_id, "chunk": n, "title": paper.title, "source": paper.source},
-                    excluded_embed_metadata_keys=["doc_id", "chunk", "source"],
-                    # llama-index writes the source node's id as the chunk's `doc_id` metadata in Chroma;
-                    # without it the field becomes "None" and per-paper deletes match nothing.
-                    relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=paper.doc_id)},
-                )
+                # The title travels with the text to the model; the record keeps `chunk_metadata` of it.
+                TextNode(id_=f"{paper.doc_id}::{n}", text=node.get_content(),
+                         metadata={"doc_id": paper.doc_id, "chunk": n, "title": paper.title})
             )
         return out
 
@@ -140,7 +134,7 @@ class PaperIndex(PaperReads):
     ) -> IngestReport:
         report = IngestReport()
         stored, known = self._stored()
-        # Chunks of papers that were never committed (a failed or killed ingest; "None": v1 stores, see chunk_nodes).
+        # Chunks of papers that were never committed (a failed or killed ingest).
         removed = self.remove_orphan_chunks(set(stored))
         writing = False
 
@@ -243,7 +237,7 @@ class PaperIndex(PaperReads):
         for node, vector in zip(nodes, vectors[: len(nodes)]):
             node.embedding = vector.tolist()
         if nodes:
-            self.chunks.upsert(ids=[n.node_id for n in nodes], embeddings=[n.embedding for n in nodes],  # type: ignore[misc]
+            self.chunks.upsert(ids=[n.node_id for n in nodes], embeddings=[n.embedding for n in nodes],
                                metadatas=[chunk_metadata(n.metadata) for n in nodes])
         paper_vectors: list[list[float]] = []
         start, extra = 0, len(nodes)

@@ -90,6 +90,18 @@ def paper_from_record(doc_id: str, text: str, meta: dict[str, Any]) -> Paper:
         raise ValueError(f"its {where!r} metadata is not usable ({first['msg']})") from None
 
 
+def _readable_papers(got: dict[str, Any]) -> list[Paper]:
+    """The papers of one Chroma answer (ids, documents, metadatas); a malformed record is skipped with a warning:
+    one must not stop every question."""
+    papers: list[Paper] = []
+    for doc_id, text, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or []):
+        try:
+            papers.append(paper_from_record(doc_id, text or "", dict(meta or {})))
+        except ValueError as exc:
+            log.warning("paper %s skipped: %s; run `rag-bot doctor`", doc_id, exc)
+    return papers
+
+
 class PaperReads(ChromaStore):
     """What is stored, read back."""
 
@@ -197,27 +209,14 @@ class PaperReads(ChromaStore):
 
     def all_papers(self) -> list[Paper]:
         """Every stored paper (for BM25, name lookup and browsing)."""
-        papers: list[Paper] = []
-        for batch in self._iter_records(include=["documents", "metadatas"]):
-            for doc_id, text, meta in zip(batch["ids"], batch["documents"] or [], batch["metadatas"] or []):
-                try:
-                    papers.append(paper_from_record(doc_id, text or "", dict(meta or {})))
-                except ValueError as exc:  # one malformed record must not stop every question
-                    log.warning("paper %s skipped: %s; run `rag-bot doctor`", doc_id, exc)
-        return papers
+        return [paper for batch in self._iter_records(include=["documents", "metadatas"])
+                for paper in _readable_papers(batch)]
 
     def papers_by_id(self, doc_ids: Sequence[str]) -> list[Paper]:
         """The stored papers of these ids (those that exist and can be read), in one request."""
         if not doc_ids:
             return []
-        got = self.papers.get(ids=list(dict.fromkeys(doc_ids)), include=["documents", "metadatas"])
-        out = []
-        for doc_id, text, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or []):
-            try:
-                out.append(paper_from_record(doc_id, text or "", dict(meta or {})))
-            except ValueError as exc:
-                log.warning("paper %s skipped: %s; run `rag-bot doctor`", doc_id, exc)
-        return out
+        return _readable_papers(self.papers.get(ids=list(dict.fromkeys(doc_ids)), include=["documents", "metadatas"]))
 
     def paper_vectors(self, doc_ids: Sequence[str]) -> dict[str, list[float]]:
         """Whole-abstract vectors of the given papers."""

@@ -79,9 +79,10 @@ def _restore(codes: np.ndarray, scales: np.ndarray) -> np.ndarray:
     return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
 
 
-def pack(vectors: np.ndarray) -> str:
+def pack_and_restore(vectors: np.ndarray) -> tuple[str, np.ndarray]:
+    """Vectors as a record keeps them (base64 of the scales, then the codes) and as `unpack` reads them back."""
     codes, scales = _quantize(vectors)
-    return base64.b64encode(scales.tobytes() + codes.tobytes()).decode("ascii")
+    return base64.b64encode(scales.tobytes() + codes.tobytes()).decode("ascii"), _restore(codes, scales)
 
 
 def unpack(text: str, rows: int) -> np.ndarray | None:
@@ -144,7 +145,7 @@ class SentenceStore:
         return out
 
     def put(self, entries: dict[str, tuple[str, str, int]]) -> int:
-        """Persist papers' packed vectors (doc_id -> (key, `pack`ed vectors, rows)); how many were written. Writes are skipped while
+        """Persist papers' packed vectors (doc_id -> (key, `pack_and_restore`'s text, rows)); how many were written. Writes are skipped while
         another process writes the store folder (an ingest holds its lock): the next use writes them."""
         if self.failed or not entries:
             return 0
@@ -265,10 +266,9 @@ class SentenceIndex:
         computed: dict[str, tuple[str, str, int]] = {}
         if missing:
             for (paper, _), found in zip(missing, self._embed([s for _, s in missing])):
-                packed = pack(found)
                 # as the store keeps them, whether this answer computed them or a later one reads them back
-                vectors[paper.doc_id] = unpack(packed, len(found))  # type: ignore[assignment]
-                computed[paper.doc_id] = (keys[paper.doc_id], packed, len(found))
+                text, vectors[paper.doc_id] = pack_and_restore(found)
+                computed[paper.doc_id] = (keys[paper.doc_id], text, len(found))
             if self.store is not None:
                 self.store.put(computed)
         return vectors, len(missing)
