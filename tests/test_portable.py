@@ -247,7 +247,7 @@ def test_a_failure_in_the_middle_of_the_write_leaves_the_store_as_it_was(
     path, _, _ = _edited(exported, tmp_path)
     store = _copy_store(seed_storage, tmp_path)
     before = _snapshot(store)
-    monkeypatch.setattr(portable, "BATCH", 10)  # several batches of each kind
+    monkeypatch.setattr(portable, "WRITE_BATCH", 10)  # several batches of each kind
     _, records = _load(path)
     chunk_batches = -(-sum(r["kind"] == "chunk" for r in records) // 10)
     fail_at = 2 if phase == "chunks" else chunk_batches + 2  # the 2nd batch of chunks, or of papers

@@ -31,7 +31,10 @@ from rag_bot.store.reads import chunk_metadata
 
 log = logging.getLogger(__name__)
 
-BATCH = 500  # records per Chroma call: bounded memory, and well under Chroma's largest batch
+BATCH = 500  # records per Chroma read: bounded memory, and well under Chroma's largest batch
+# Records per Chroma write, under the folder store's largest batch (5,461). Against 500, 5,000 wrote 20,000 records
+# 23% faster (1,254 against 1,018 a second, one run on these two cores); 4,000 leaves room for a server's limit.
+WRITE_BATCH = 4000
 T = TypeVar("T")
 
 
@@ -58,11 +61,12 @@ def export_collection(index: PaperIndex, path: Path, progress: Callable[[int], N
     return {"papers": papers, "chunks": chunks}
 
 
-def _in_batches(items: Iterable[T]) -> Iterator[list[T]]:
+def _in_batches(items: Iterable[T], size: int | None = None) -> Iterator[list[T]]:
+    size = size or BATCH
     batch: list[T] = []
     for item in items:
         batch.append(item)
-        if len(batch) >= BATCH:
+        if len(batch) >= size:
             yield batch
             batch = []
     if batch:
@@ -123,8 +127,8 @@ class _Backup:
 
 def _upsert(index: PaperIndex, kind: str, records: Iterable[dict[str, Any]],
             progress: Callable[[int], None] | None = None) -> None:
-    """Write records of one kind, `BATCH` at a time (bounded memory); `progress` counts the papers written."""
-    for batch in _in_batches(records):
+    """Write records of one kind, `WRITE_BATCH` at a time (bounded memory); `progress` counts the papers written."""
+    for batch in _in_batches(records, WRITE_BATCH):
         ids, embeddings = [r["id"] for r in batch], [r["embedding"] for r in batch]
         if kind == "chunk":  # a chunk keeps its paper and position only (rag_bot/store/index.py), whatever the file has
             index.chunks.upsert(ids=ids, embeddings=embeddings, metadatas=[chunk_metadata(r["metadata"]) for r in batch])
@@ -152,8 +156,12 @@ def _write(index: PaperIndex, path: Path, plan: Plan, stale: set[str], progress:
 
 
 def _file_records(path: Path, plan: Plan, kind: str) -> Iterator[dict[str, Any]]:
-    """The file's records of one kind, read again (a checked file: one that changed since is refused)."""
+    """The file's records of one kind, read again (a checked file: one that changed since is refused). A line
+    that starts as the other kind's lines of an export do is skipped undecoded (the other kind's pass reads it)."""
+    other = f'{{"kind": "{KINDS[1 - KINDS.index(kind)]}"'
     for _, line in _lines(path):
+        if line.startswith(other):
+            continue
         record = json.loads(line)
         if not isinstance(record, dict) or record.get("kind") != kind:
             continue
