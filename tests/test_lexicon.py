@@ -94,3 +94,29 @@ def test_stats_from_the_saved_columns_equal_stats_from_every_record(tmp_path: Pa
     from_columns = Engine(Settings(storage=tmp_path)).stats()
     assert from_columns == scanned and from_columns["sources"]["other.jsonl"] == 3
     assert sum(from_columns["sources"].values()) == 8
+
+
+def test_a_lexicon_built_a_page_at_a_time_retrieves_as_one_built_at_once(tmp_path: Path, seed_list, embedder,
+                                                                          monkeypatch) -> None:
+    """The build reads and tokenises the store a page at a time (its memory does not hold every paper's text):
+    pages of 5 papers give the same words, word counts, BM25 scores and answers as one page of all 38."""
+    from rag_bot.retrieval import lexicon
+
+    index, _ = _retriever(tmp_path / "store", embedder)
+    index.ingest(seed_list)
+    state = index.state()
+    paged = tmp_path / "paged"
+    for folder, page in ((tmp_path / "whole", len(seed_list)), (paged, 5)):
+        monkeypatch.setattr(lexicon, "PAGE", page)
+        folder.mkdir()
+        assert lexicon._build(index, None, state, folder) == len(seed_list)
+    whole, parts = (lexicon._load(tmp_path / name, state) for name in ("whole", "paged"))
+    assert list(whole.ids) == list(parts.ids) and whole.names == parts.names
+    assert dict(whole.df) == dict(parts.df) and len(whole.df) > 1000
+    assert {d: whole.doc_terms[d] for d in whole.ids} == {d: parts.doc_terms[d] for d in parts.ids}
+    for paper in seed_list:
+        words = sorted(whole.doc_terms[paper.doc_id])[:6]
+        assert list(whole.bm25.get_scores(words)) == list(parts.bm25.get_scores(words))
+        assert parts.papers[paper.doc_id] == paper
+    assert [parts.columns.counts(f) for f in ("venue", "source")] == [whole.columns.counts(f) for f in ("venue",
+                                                                                                       "source")]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -208,9 +208,13 @@ class PaperReads(ChromaStore):
         return out, known
 
     def all_papers(self) -> list[Paper]:
-        """Every stored paper (for BM25, name lookup and browsing)."""
-        return [paper for batch in self._iter_records(include=["documents", "metadatas"])
-                for paper in _readable_papers(batch)]
+        """Every stored paper (for name lookup and browsing)."""
+        return list(self.iter_papers())
+
+    def iter_papers(self) -> Iterator[Paper]:
+        """Every stored paper, read a page at a time (memory stays that of a page)."""
+        for batch in self._iter_records(include=["documents", "metadatas"]):
+            yield from _readable_papers(batch)
 
     def papers_by_id(self, doc_ids: Sequence[str]) -> list[Paper]:
         """The stored papers of these ids (those that exist and can be read), in one request."""
