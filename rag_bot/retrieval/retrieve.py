@@ -12,6 +12,7 @@ import logging
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,8 @@ IN_LIMIT = 20_000
 OVERFETCH = 2.0
 LIST_ABOVE = 2_500
 MAX_NEIGHBOURS = 20_000
+# Chroma searches in flight at once (each question sends two; a few chat users' questions share the threads).
+_SEARCHES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="rag-bot-search")
 AREA_CANDIDATES = 40  # papers retrieved for a summary or a comparison by topic (grounding keeps those on topic)
 # Endings that leave a real word when cut ("models", "processor", "logical"): a word cut by them is not a typo.
 _ENDINGS = {"s", "d", "r", "y", "e", "n", "es", "ed", "er", "or", "al", "ly", "ic", "en", "ty", "st", "rs", "ds"}
@@ -236,15 +239,25 @@ class PaperRetriever(BaseRetriever):
     ) -> dict[str, float]:
         """Best cosine similarity per paper, over its chunks and its whole-abstract vector (Chroma's cosine
         space reports distance = 1 - cosine); with `allowed`, only those papers (`_nearest`)."""
-        embedding = embedding or self.index.embedder.get_query_embedding(question)
-        best: dict[str, float] = {}
-        for collection, size, key in ((self.index.chunks, snap.chunks, "doc_id"),
-                                      (self.index.papers, len(snap.ids), None)):
-            if not size:
-                continue
-            for doc_id, distance in _nearest(collection, embedding, k, size, key, allowed, len(snap.ids)):
-                if doc_id in snap.papers:  # a paper written after this snapshot is not ranked yet
-                    best[doc_id] = max(best.get(doc_id, -1.0), 1.0 - distance)
+        return self._dense_search(snap, embedding or self.index.embedder.get_query_embedding(question), k, allowed)()
+
+    def _dense_search(
+        self, snap: Snapshot, embedding: list[float], k: int, allowed: Allowed | None,
+    ) -> Callable[[], dict[str, float]]:
+        """Start `_dense`'s two searches (chunks, whole abstracts) side by side and return what waits for them: the
+        caller does its own work (BM25) meanwhile. Through a Chroma server each search is an HTTP round trip."""
+        searches = [_SEARCHES.submit(_nearest, collection, embedding, k, size, key, allowed, len(snap.ids))
+                    for collection, size, key in ((self.index.chunks, snap.chunks, "doc_id"),
+                                                  (self.index.papers, len(snap.ids), None)) if size]
+
+        def best() -> dict[str, float]:
+            found: dict[str, float] = {}
+            for search in searches:
+                for doc_id, distance in search.result():
+                    if doc_id in snap.papers:  # a paper written after this snapshot is not ranked yet
+                        found[doc_id] = max(found.get(doc_id, -1.0), 1.0 - distance)
+            return found
+
         return best
 
     def _stems(self, text: str) -> list[str]:
@@ -333,8 +346,9 @@ class PaperRetriever(BaseRetriever):
         mode = self.settings.retrieval
         topic = topic_query(question)
         stems = self._query_stems(snap, topic)
-        dense = self._dense(snap, topic, k, allowed=allowed)
+        dense_ranking = self._dense_search(snap, self.index.embedder.get_query_embedding(topic), k, allowed)
         lexical = snap.bm25_scores(stems, k, allowed) if mode != "dense" else {}
+        dense = dense_ranking()
         weights = {"dense": 1.0, "bm25": 0.0, "hybrid": self.settings.dense_weight}[mode]
         fused = _fuse(dense, lexical, weights)
         long_question = len(question.split()) > LONG_QUESTION_WORDS
