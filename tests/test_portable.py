@@ -48,6 +48,18 @@ def test_import_into_a_folder_embeds_nothing_and_answers_the_same(engine, export
     assert Engine(Settings(storage=tmp_path / "store")).stats()["papers"] == engine.index.count()
 
 
+def test_the_cli_import_shows_the_check_then_every_record_written(engine, exported, tmp_path, capsys):
+    """A million papers' file takes minutes to check and hours to write: the user sees both, the bar counting
+    every record (chunks and papers), and `--quiet` shows neither."""
+    records = engine.index.count() + engine.index.chunk_count()
+    code, out, err = _import(tmp_path / "quiet", exported, capsys)
+    assert code == 0 and err.strip() == "" and "Imported" in out
+    assert main(["--storage", str(tmp_path / "store"), "import", str(exported)]) == 0
+    err = capsys.readouterr().err
+    assert err.index(f"Checking {exported}") < err.index("Importing")
+    assert f"{records}/{records}" in err, "the bar ends at every record of the file"
+
+
 @pytest.mark.slow
 def test_import_into_a_chroma_server(engine, exported, tmp_path, chroma_server):  # noqa: F811
     url, _ = chroma_server
@@ -121,7 +133,7 @@ def _assert_same(after: dict[str, dict], before: dict[str, dict]) -> None:
 
 
 def _import(store: Path, path: Path, capsys) -> tuple[int, str, str]:
-    code = main(["--storage", str(store), "import", str(path)])
+    code = main(["--storage", str(store), "import", "--quiet", str(path)])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 

@@ -127,7 +127,7 @@ class _Backup:
 
 def _upsert(index: PaperIndex, kind: str, records: Iterable[dict[str, Any]],
             progress: Callable[[int], None] | None = None) -> None:
-    """Write records of one kind, `WRITE_BATCH` at a time (bounded memory); `progress` counts the papers written."""
+    """Write records of one kind, `WRITE_BATCH` at a time (bounded memory); `progress` counts the records written."""
     for batch in _in_batches(records, WRITE_BATCH):
         ids, embeddings = [r["id"] for r in batch], [r["embedding"] for r in batch]
         if kind == "chunk":  # a chunk keeps its paper and position only (rag_bot/store/index.py), whatever the file has
@@ -135,7 +135,7 @@ def _upsert(index: PaperIndex, kind: str, records: Iterable[dict[str, Any]],
         else:
             index.papers.upsert(ids=ids, embeddings=embeddings, documents=[r["document"] for r in batch],
                                 metadatas=[r["metadata"] for r in batch])
-        if progress and kind == "paper":
+        if progress:
             progress(len(batch))
 
 
@@ -187,11 +187,15 @@ def _cause(exc: BaseException) -> str:
     return one_line(exc.__cause__ if isinstance(exc, StoreError) and exc.__cause__ is not None else exc)
 
 
-def import_collection(index: PaperIndex, path: Path, progress: Callable[[int], None] | None = None) -> dict[str, int]:
+def import_collection(index: PaperIndex, path: Path, progress: Callable[[int], None] | None = None,
+                      on_checked: Callable[[int], None] | None = None) -> dict[str, int]:
     """Load a portable file into the index (papers already there are replaced, with their chunks); no embedding is
-    computed. Raises ValueError "file:line: what is wrong" for a file that is not sound (nothing is written), and
-    StoreError when the write fails (the store is put back as it was)."""
+    computed. `on_checked` gets the number of records to write once the file is checked, `progress` the records
+    written as they go. Raises ValueError "file:line: what is wrong" for a file that is not sound (nothing is
+    written), and StoreError when the write fails (the store is put back as it was)."""
     plan = check_file(path, index.index_version)
+    if on_checked:
+        on_checked(len(plan.papers) + len(plan.chunks))
     if index.write_failed:
         index.reopen()
     with index.writer_lock(wait=True):  # an ingest's or a reader's orphan cleaning must not take our chunks

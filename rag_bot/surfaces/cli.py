@@ -126,6 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("import", help="load a portable collection file into the store (no embedding)")
     p.add_argument("file", help="a file written by `rag-bot export`")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_import)
 
     p = sub.add_parser("stats", help="size and place of the index")

@@ -164,11 +164,23 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     path = Path(args.file)
     if not path.is_file():
         return _fail(f"no such file: {path}", 2)
+    from tqdm import tqdm
+
     engine = Engine(settings)
+    bars: list[Any] = []
+    if not args.quiet:  # a million papers' file takes minutes to check and hours to write: both are shown
+        print(f"Checking {path} ...", file=sys.stderr, flush=True)
+
+    def on_checked(records: int) -> None:
+        bars.append(tqdm(total=records, unit="record", desc="Importing", disable=args.quiet, file=sys.stderr))
+
     try:
-        counts = import_collection(engine.index, path)
+        counts = import_collection(engine.index, path, progress=lambda n: bars[0].update(n), on_checked=on_checked)
     except ValueError as exc:  # the file is not sound: nothing was written
         return _fail(f"{exc}; nothing was imported", 2)
+    finally:
+        for bar in bars:
+            bar.close()
     replaced = f" ({counts['replaced']} replaced)" if counts.get("replaced") else ""
     print(f"Imported {counts['papers']} papers{replaced} and {counts['chunks']} chunks from {path}. "
           f"The index holds {engine.index.count()} papers.")
