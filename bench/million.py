@@ -6,6 +6,7 @@ store to bench/results/million.json; the table and slopes go to docs/benchmarks.
 
     .venv/bin/python bench/million.py storage/sim-100000 [storage/sim-300000 ...] [--questions 40]
     .venv/bin/python bench/million.py --server /work/sim/server-1m     # a `chroma run --path` data folder
+    .venv/bin/python bench/million.py --server /work/sim/store-1m      # a folder store's files, served
 
 With --server, each folder is a Chroma server's data: the bench starts `chroma run` on it, measures every figure
 through RAG_BOT_CHROMA_URL, and adds the server's disk and peak RSS (the lexical cache is in the user's cache folder).
@@ -143,11 +144,14 @@ def main() -> int:
         if args.server:
             with chroma_server(store.resolve()) as server:
                 row = measure(Path(tempfile.mkdtemp(prefix="million-")), args.questions)
-                row |= {"store": str(store.resolve()), "mode": "server", "disk_mib": disk_mib(store),
+                # A folder store's own caches beside Chroma's files (when a folder store's files are served) are
+                # not the server's: its lexical cache is in the user's cache folder.
+                ours = sum(disk_mib(store / name) for name in ("lexicon", "map") if (store / name).is_dir())
+                row |= {"store": str(store.resolve()), "mode": "server", "disk_mib": disk_mib(store) - ours,
                         "server_peak_rss_mib": server_peak_mib(server)}
         else:
             row = measure(store.resolve(), args.questions) | {"mode": "folder"}
-        rows = [r for r in rows if r["store"] != row["store"]] + [row]
+        rows = [r for r in rows if (r["store"], r.get("mode")) != (row["store"], row["mode"])] + [row]
         RESULTS.write_text(json.dumps(rows, indent=2) + "\n")
         print(json.dumps(row), flush=True)
     return 0
