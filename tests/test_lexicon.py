@@ -120,3 +120,13 @@ def test_a_lexicon_built_a_page_at_a_time_retrieves_as_one_built_at_once(tmp_pat
         assert parts.papers[paper.doc_id] == paper
     assert [parts.columns.counts(f) for f in ("venue", "source")] == [whole.columns.counts(f) for f in ("venue",
                                                                                                        "source")]
+
+
+def test_a_saved_cache_is_readable_like_the_store_beside_it(tmp_path: Path, seed_list, embedder) -> None:
+    """Built in a private temporary folder, the cache is renamed into place with a folder's usual permissions (a
+    store shared by a lab's users is read by all of them)."""
+    index, _ = _retriever(tmp_path, embedder)
+    index.ingest(seed_list[:3])
+    _retriever(tmp_path, embedder)
+    folder = next(cache_root(index).iterdir())
+    assert folder.stat().st_mode & 0o777 == 0o755

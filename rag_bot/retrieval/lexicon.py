@@ -182,6 +182,7 @@ def load_or_build(index: PaperIndex, stemmer: Any) -> Lexicon:
             raise OSError("the collection is being written")
         folder.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
+        tmp.chmod(0o755)  # mkdtemp's folder is the owner's alone; a saved cache is readable like the store beside it
     except OSError as exc:  # a read-only store still serves, rebuilding at each start
         if final:
             log.warning("could not save the lexical cache in %s: %s", folder, exc)
