@@ -234,7 +234,7 @@ def _build(index: PaperIndex, stemmer: Any, state: dict[str, Any], folder: Path)
     vocab: dict[str, int] = {}
     tokens, terms = _Pages(), _Pages()
     offsets = [0]
-    named: list[Paper] = []
+    names: dict[str, list[tuple[str, str]]] = {}
     with open(folder / "records.bin", "wb") as blob:
 
         def flush(page: list[Paper]) -> None:
@@ -254,8 +254,8 @@ def _build(index: PaperIndex, stemmer: Any, state: dict[str, Any], folder: Path)
                 record = json.dumps([getattr(paper, name) for name in _FIELDS], ensure_ascii=False).encode()
                 blob.write(record)
                 offsets.append(offsets[-1] + len(record))
-                if paper.aliases:
-                    named.append(paper)
+                for key, entries in alias_table([paper]).items():  # the names only, not the paper's text
+                    names.setdefault(key, []).extend(entries)
                 page.append(paper)
                 if len(page) == PAGE:
                     flush(page)
@@ -282,7 +282,7 @@ def _build(index: PaperIndex, stemmer: Any, state: dict[str, Any], folder: Path)
     columns.save(folder)
     (folder / "vocab.json").write_text(json.dumps(words, ensure_ascii=False), encoding="utf-8")
     IdTable.build(ids).save(folder)
-    (folder / "meta.json").write_text(json.dumps({"papers": len(ids), "names": alias_table(named),
+    (folder / "meta.json").write_text(json.dumps({"papers": len(ids), "names": names,
                                                   "chunks": state["chunks"], "format": FORMAT}, ensure_ascii=False),
                                       encoding="utf-8")
     (folder / "done").write_text(time.strftime("%Y-%m-%dT%H:%M:%S"))

@@ -61,8 +61,7 @@ def export_collection(index: PaperIndex, path: Path, progress: Callable[[int], N
     return {"papers": papers, "chunks": chunks}
 
 
-def _in_batches(items: Iterable[T], size: int | None = None) -> Iterator[list[T]]:
-    size = size or BATCH
+def _in_batches(items: Iterable[T], size: int = BATCH) -> Iterator[list[T]]:
     batch: list[T] = []
     for item in items:
         batch.append(item)
