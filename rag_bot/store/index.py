@@ -3,7 +3,7 @@
 Two collections: `<name>_chunks` (one vector per chunk, split by llama-index's `SentenceSplitter`; a record holds
 only its paper's id and its position: the text is the paper's, and a chunk record with its text, llama-index's node
 JSON and Chroma's full-text index over it took 60 % of the store's disk) and `<name>_papers` (one record per paper:
-its original text, metadata, a whole-abstract vector, and the fingerprint that makes ingestion incremental). A paper's record is written after its chunks, so it acts
+its original text and metadata (laid out by rag_bot/store/records.py), a whole-abstract vector, and the fingerprint that makes ingestion incremental). A paper's record is written after its chunks, so it acts
 as the commit marker: an interrupted ingest leaves no paper that looks done but is not.
 
 Faults (a full disk, an I/O error, a damaged `chroma.sqlite3`) reach callers as one-line `StoreError`s naming the
@@ -33,7 +33,8 @@ from rag_bot.store.chroma import (
     STORE_FAULTS,
     one_line,
 )
-from rag_bot.store.reads import SENTENCES_SUFFIX, PaperReads, _paper_metadata, chunk_metadata, paper_from_record
+from rag_bot.store.reads import SENTENCES_SUFFIX, PaperReads
+from rag_bot.store.records import chunk_metadata, paper_from_record, paper_metadata, spread
 from rag_bot.text import clean_markup
 from rag_bot.types import Paper
 
@@ -81,12 +82,12 @@ class PaperIndex(PaperReads):
         if not got["ids"]:
             return
         meta = dict((got["metadatas"] or [{}])[0] or {})
-        kept = paper_from_record(twin, (got["documents"] or [""])[0], meta)
+        kept = paper_from_record(twin, (got["documents"] or [None])[0], meta)
         merged = identity.merge(kept, paper)
         if merged != kept:
             start_writing()
             self.papers.update(ids=[twin], metadatas=[
-                _paper_metadata(merged, str(meta.get("fingerprint", ""))) | {"chunks": meta.get("chunks", 0)}])
+                spread(paper_metadata(merged, str(meta.get("fingerprint", ""))) | {"chunks": meta.get("chunks", 0)})])
 
     def chunk_nodes(self, paper: Paper) -> list[TextNode]:
         """The paper's chunks, with deterministic ids `<doc_id>::<n>`."""
@@ -249,10 +250,9 @@ class PaperIndex(PaperReads):
                 mean, extra = vectors[extra], extra + 1
             start += n
             paper_vectors.append((mean / max(float(np.linalg.norm(mean)), 1e-12)).tolist())
-        self.papers.upsert(
+        self.papers.upsert(  # the text in the metadata, not as Chroma's document (rag_bot/store/records.py)
             ids=ids,
-            documents=[paper.text for paper, _ in batch],
-            metadatas=[_paper_metadata(paper, fp) | {"chunks": counts[paper.doc_id]} for paper, fp in batch],
+            metadatas=[spread(paper_metadata(paper, fp) | {"chunks": counts[paper.doc_id]}) for paper, fp in batch],
             embeddings=paper_vectors,
         )
         return len(nodes)

@@ -27,7 +27,7 @@ from rag_bot.errors import StoreError
 from rag_bot.store.chroma import one_line, store_label
 from rag_bot.store.index import PaperIndex
 from rag_bot.store.portable_check import FORMAT, KINDS, VERSION, Plan, _lines, check_file
-from rag_bot.store.reads import chunk_metadata
+from rag_bot.store.records import chunk_metadata, portable_paper, stored_paper
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +53,8 @@ def export_collection(index: PaperIndex, path: Path, progress: Callable[[int], N
         out.write(json.dumps(manifest) + "\n")
         for kind, collection, total in (("chunk", index.chunks, chunks), ("paper", index.papers, papers)):
             for record_id, document, metadata, embedding in _records(collection, total):
+                if kind == "paper":  # the text as the document, whatever the store's layout (records.py)
+                    document, metadata = portable_paper(document, metadata)
                 out.write(json.dumps({"kind": kind, "id": record_id, "document": document or "", "metadata": metadata,
                                       "embedding": [round(float(x), 7) for x in embedding]}) + "\n")
                 if progress and kind == "paper":
@@ -132,8 +134,8 @@ def _upsert(index: PaperIndex, kind: str, records: Iterable[dict[str, Any]],
         if kind == "chunk":  # a chunk keeps its paper and position only (rag_bot/store/index.py), whatever the file has
             index.chunks.upsert(ids=ids, embeddings=embeddings, metadatas=[chunk_metadata(r["metadata"]) for r in batch])
         else:
-            index.papers.upsert(ids=ids, embeddings=embeddings, documents=[r["document"] for r in batch],
-                                metadatas=[r["metadata"] for r in batch])
+            index.papers.upsert(ids=ids, embeddings=embeddings,
+                                metadatas=[stored_paper(r["document"], r["metadata"]) for r in batch])
         if progress:
             progress(len(batch))
 

@@ -10,11 +10,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from pydantic import ValidationError
 
 from rag_bot.errors import StoreError
 from rag_bot.reading import identity
 from rag_bot.store.base import _READ_BATCH, TOTALS, ChromaStore
+from rag_bot.store.records import (  # noqa: F401 (re-exported: the record layout)
+    CHUNK_KEYS,
+    chunk_metadata,
+    joined,
+    paper_from_record,
+    paper_metadata,
+    spread,
+)
 from rag_bot.types import Paper
 
 log = logging.getLogger(__name__)
@@ -45,58 +52,13 @@ class Health:
 SENTENCES_SUFFIX = "_sentences"
 
 
-def _paper_metadata(paper: Paper, fingerprint: str) -> dict[str, Any]:
-    meta: dict[str, Any] = {
-        "title": paper.title,
-        "source": paper.source,
-        "fingerprint": fingerprint,
-        "aliases": json.dumps(paper.aliases),
-        "links": json.dumps(paper.links),
-        "authors": json.dumps(paper.authors),
-    }
-    if paper.identifiers:
-        meta["identifiers"] = json.dumps(paper.identifiers, sort_keys=True)
-    for key in ("venue", "year", "url"):
-        value = getattr(paper, key)
-        if value is not None:
-            meta[key] = value
-    return meta
-
-
-CHUNK_KEYS = ("doc_id", "chunk")  # all a chunk record keeps: its paper and its position
-
-
-def chunk_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
-    """A chunk record's metadata as stored (from a node's, or an exported record's written by older versions with
-    the title, source and llama-index's node JSON besides)."""
-    return {key: metadata[key] for key in CHUNK_KEYS if key in metadata}
-
-
-def paper_from_record(doc_id: str, text: str, meta: dict[str, Any]) -> Paper:
-    """A `Paper` back from its Chroma record; a one-line ValueError naming the field when its metadata cannot be
-    read (the import checks every paper with this very function, so what it lets in can be read back)."""
-    lists: dict[str, Any] = {}
-    for key in ("aliases", "links", "authors", "identifiers"):  # JSON text (Chroma metadata values are scalars)
-        try:
-            lists[key] = json.loads(meta.get(key, "{}" if key == "identifiers" else "[]"))
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"its {key!r} metadata is not valid JSON ({exc})") from None
-    try:
-        return Paper(doc_id=doc_id, title=meta.get("title", doc_id), text=text, source=meta.get("source", ""),
-                     venue=meta.get("venue"), year=meta.get("year"), url=meta.get("url"), **lists)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise ValueError(f"its {where!r} metadata is not usable ({first['msg']})") from None
-
-
 def _readable_papers(got: dict[str, Any]) -> list[Paper]:
     """The papers of one Chroma answer (ids, documents, metadatas); a malformed record is skipped with a warning:
     one must not stop every question."""
     papers: list[Paper] = []
     for doc_id, text, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or []):
         try:
-            papers.append(paper_from_record(doc_id, text or "", dict(meta or {})))
+            papers.append(paper_from_record(doc_id, text, dict(meta or {})))
         except ValueError as exc:
             log.warning("paper %s skipped: %s; run `rag-bot doctor`", doc_id, exc)
     return papers
@@ -197,7 +159,7 @@ class PaperReads(ChromaStore):
         known: dict[str, str] = {}
         for batch in self._iter_records(include=["metadatas"]):
             for doc_id, meta in zip(batch["ids"], batch["metadatas"] or []):
-                meta = meta or {}
+                meta = joined(meta or {})
                 out[doc_id] = meta.get("fingerprint", "")
                 try:
                     ids = json.loads(meta.get("identifiers", "{}"))
