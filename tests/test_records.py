@@ -8,11 +8,15 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from rag_bot.reading.records import make_paper
 from rag_bot.settings import Settings
 from rag_bot.store.index import PaperIndex
 from rag_bot.store.portable import export_collection, import_collection
 from rag_bot.store.records import PIECE, joined, paper_metadata, spread
+
+from .test_index import chroma_server  # noqa: F401 (a `chroma run` server on loopback)
 
 # Text in several scripts, so pieces are cut next to multi-byte characters (2, 3 and 4 bytes in UTF-8).
 LONG = " ".join(f"Sentence {n} about sparse autoencoders, Größe, 稀疏 features 🧪." for n in range(120))
@@ -44,13 +48,18 @@ def test_a_paper_is_stored_without_a_chroma_document_and_read_back_whole(tmp_pat
     assert db.execute("SELECT count(*) FROM embedding_fulltext_search").fetchone() == (0,)
 
 
-def test_a_shorter_text_leaves_no_piece_of_the_longer_one(tmp_path: Path, embedder) -> None:
-    index = _index(tmp_path, embedder)
+@pytest.mark.parametrize("where", ["folder", "server"])
+def test_a_shorter_text_leaves_no_piece_of_the_longer_one(tmp_path: Path, embedder, where, request) -> None:
+    # Through a Chroma server too: the count of the longer text's pieces is deleted over HTTP as well.
+    url = request.getfixturevalue("chroma_server")[0] if where == "server" else None
+    settings = Settings(storage=tmp_path / "store", chroma_url=url)
+    index = PaperIndex(settings, embedder=embedder)
     index.ingest([make_paper("p#1", LONG, "p.txt", title="T")])
+    assert index.papers_by_id(["p#1"])[0].text == LONG
     short = make_paper("p#1", "A short abstract about sparse autoencoders.", "p.txt", title="T")
     index.ingest([short])  # the same paper, changed: Chroma merges the new metadata into the old record
     assert [p.text for p in index.iter_papers()] == [short.text]
-    assert _index(tmp_path, embedder).papers_by_id(["p#1"])[0].text == short.text
+    assert PaperIndex(settings, embedder=embedder).papers_by_id(["p#1"])[0].text == short.text
 
 
 def test_a_store_written_with_the_text_as_document_is_read_and_exported_the_same(tmp_path: Path, embedder) -> None:
