@@ -34,7 +34,7 @@ from rag_bot.store.chroma import (
     one_line,
 )
 from rag_bot.store.reads import SENTENCES_SUFFIX, PaperReads
-from rag_bot.store.records import chunk_metadata, paper_from_record, paper_metadata, spread
+from rag_bot.store.records import chunk_metadata, paper_from_record, paper_record
 from rag_bot.text import clean_markup
 from rag_bot.types import Paper
 
@@ -87,7 +87,7 @@ class PaperIndex(PaperReads):
         if merged != kept:
             start_writing()
             self.papers.update(ids=[twin], metadatas=[
-                spread(paper_metadata(merged, str(meta.get("fingerprint", ""))) | {"chunks": meta.get("chunks", 0)})])
+                paper_record(merged, str(meta.get("fingerprint", "")), meta.get("chunks", 0))])
 
     def chunk_nodes(self, paper: Paper) -> list[TextNode]:
         """The paper's chunks, with deterministic ids `<doc_id>::<n>`."""
@@ -252,7 +252,7 @@ class PaperIndex(PaperReads):
             paper_vectors.append((mean / max(float(np.linalg.norm(mean)), 1e-12)).tolist())
         self.papers.upsert(  # the text in the metadata, not as Chroma's document (rag_bot/store/records.py)
             ids=ids,
-            metadatas=[spread(paper_metadata(paper, fp) | {"chunks": counts[paper.doc_id]}) for paper, fp in batch],
+            metadatas=[paper_record(paper, fp, counts[paper.doc_id]) for paper, fp in batch],
             embeddings=paper_vectors,
         )
         return len(nodes)

@@ -14,7 +14,7 @@ import numpy as np
 from chromadb.api.types import validate_metadata
 
 from rag_bot.store.embedding import DIMENSIONS, MODEL_NAME
-from rag_bot.store.reads import paper_from_record
+from rag_bot.store.records import paper_from_record
 
 FORMAT = "rag-bot-collection"
 VERSION = 1

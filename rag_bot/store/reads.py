@@ -14,14 +14,7 @@ import numpy as np
 from rag_bot.errors import StoreError
 from rag_bot.reading import identity
 from rag_bot.store.base import _READ_BATCH, TOTALS, ChromaStore
-from rag_bot.store.records import (  # noqa: F401 (re-exported: the record layout)
-    CHUNK_KEYS,
-    chunk_metadata,
-    joined,
-    paper_from_record,
-    paper_metadata,
-    spread,
-)
+from rag_bot.store.records import joined, paper_from_record
 from rag_bot.types import Paper
 
 log = logging.getLogger(__name__)

@@ -5,8 +5,8 @@ four times (the metadata row, the string-value index, and its FTS5 trigram index
 text); a metadata string twice. And a string longer than about 1,000 bytes overflows SQLite's index page: each
 such value costs a whole 4 KiB overflow page in the string-value index. So a long string is stored in pieces of at
 most `PIECE` bytes (`key`, `key:1`, `key:2`, ... and `key:pieces`, their number). Measured on 3,000 real abstracts
-(about 1,000 bytes of text each; docs/benchmarks.md): 9.3 KB a paper record as a document, 5.2 KB as one metadata
-string, 3.6 KB in pieces. Records written by older versions (text as the document) are read as they are.
+(about 1,000 bytes of text each; bench/record_layout.py): 9.47 KB a paper record as a document, 5.29 KB as one
+metadata string, 3.73 KB in pieces. Records written by older versions (text as the document) are read as they are.
 
 Chroma's upsert merges a record's metadata with the stored one, so a writer sets `key:pieces` of every short string
 to None (deleting a longer earlier value's count); pieces beyond the count are never read.
@@ -49,7 +49,7 @@ def spread(meta: dict[str, Any]) -> dict[str, Any]:
         out[key] = value
         if not isinstance(value, str):
             continue
-        parts = _pieces(value) if len(value) * 4 > PIECE and len(value.encode("utf-8")) > PIECE else [value]
+        parts = _pieces(value) if len(value.encode("utf-8")) > PIECE else [value]
         out[key] = parts[0]
         out.update({f"{key}:{n}": part for n, part in enumerate(parts[1:], 1)})
         out[key + PIECES] = len(parts) if len(parts) > 1 else None
@@ -89,6 +89,11 @@ def paper_metadata(paper: Paper, fingerprint: str) -> dict[str, Any]:
     return meta
 
 
+def paper_record(paper: Paper, fingerprint: str, chunks: int) -> dict[str, Any]:
+    """The metadata an ingest writes for a paper with `chunks` chunks."""
+    return spread(paper_metadata(paper, fingerprint) | {"chunks": chunks})
+
+
 def stored_paper(document: str | None, meta: dict[str, Any]) -> dict[str, Any]:
     """The metadata to write for a paper given as a portable record (text as its document)."""
     whole = joined(meta)
@@ -100,7 +105,7 @@ def stored_paper(document: str | None, meta: dict[str, Any]) -> dict[str, Any]:
 def portable_paper(document: str | None, meta: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """A stored paper record as a portable one: its text as the document, its metadata whole and without it (the
     export format every version reads)."""
-    whole = joined(dict(meta or {}))
+    whole = joined(meta or {})
     text = whole.pop(TEXT, None)
     return (document or "") if text is None else str(text), whole
 
