@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -67,8 +68,9 @@ def drop_sentences(store: Path) -> None:
 
     client = chromadb.PersistentClient(path=str(store), settings=ChromaSettings(anonymized_telemetry=False))
     for collection in client.list_collections():
-        if collection.name.endswith("_sentences"):
+        if collection.name.endswith("_sentences"):  # where stores before rag_bot/store/caches.py kept them
             client.delete_collection(collection.name)
+    shutil.rmtree(store / "sentences", ignore_errors=True)  # the file beside the store
 
 
 def measure(code: Path, store: Path) -> dict:

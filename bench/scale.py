@@ -182,9 +182,9 @@ def legacy_sentences(index: Any) -> Any:
 ANSWERS = {  # the offline answer's variants, measured on every question in this order
     "before": "before: sentences embedded per paper at first use, kept in memory (the interleaved baseline)",
     "answer": "now, in memory only: a question's papers embedded in one call",
-    "first": "now, persisted, filling: from an empty `<name>_sentences`, filled as the questions go (a paper's "
+    "first": "now, persisted, filling: from an empty sentence-vector cache, filled as the questions go (a paper's "
              "first use embeds and writes it)",
-    "stored": "now, persisted, after first use (vectors read from `<name>_sentences`, none in memory)",
+    "stored": "now, persisted, after first use (vectors read from the cache, none in memory)",
 }
 
 
@@ -193,6 +193,7 @@ def measure_size(size: int, store: Path, profile: Path | None) -> dict[str, Any]
     from rag_bot.engine import Engine
     from rag_bot.retrieval import lexicon as lexicon_module
     from rag_bot.settings import Settings
+    from rag_bot.store.caches import cache_root
     from rag_bot.store.reads import SENTENCES_SUFFIX
     from rag_bot.store.sentences import SentenceIndex
     from rag_bot.topics import topic_query
@@ -226,9 +227,10 @@ def measure_size(size: int, store: Path, profile: Path | None) -> dict[str, Any]
     matrix, owners = exact_index(index)
     # The persisted sentence vectors start empty, so "first" is each paper's first use ever.
     try:
-        index.client.delete_collection(f"{settings.collection}{SENTENCES_SUFFIX}")
+        index.client.delete_collection(f"{settings.collection}{SENTENCES_SUFFIX}")  # a store of before the file
     except Exception:  # noqa: BLE001 - none yet
         pass
+    shutil.rmtree(cache_root(index, "sentences"), ignore_errors=True)
     legacy = legacy_sentences(index)
     first_use = SentenceIndex(embedder, store=index)
     stored = SentenceIndex(embedder, store=index)

@@ -11,7 +11,6 @@ Writes bench/results/sentence_layout.json.
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import sys
 import tempfile
@@ -31,16 +30,16 @@ from rag_bot.store import sentences as layout  # noqa: E402
 RESULTS = ROOT / "bench" / "results" / "sentence_layout.json"
 
 
-def float32_pack(vectors: np.ndarray) -> str:
-    return base64.b64encode(np.ascontiguousarray(vectors, dtype="<f4").tobytes()).decode("ascii")
+def float32_pack(vectors: np.ndarray) -> bytes:
+    return np.ascontiguousarray(vectors, dtype="<f4").tobytes()
 
 
-def float32_pack_and_restore(vectors: np.ndarray) -> tuple[str, np.ndarray]:
+def float32_pack_and_restore(vectors: np.ndarray) -> tuple[bytes, np.ndarray]:
     return float32_pack(vectors), np.asarray(vectors, dtype=np.float32)
 
 
-def float32_unpack(text: str, rows: int) -> np.ndarray:
-    return np.frombuffer(base64.b64decode(text), dtype="<f4").reshape(rows, -1).astype(np.float32)
+def float32_unpack(raw: bytes, rows: int) -> np.ndarray:
+    return np.frombuffer(raw, dtype="<f4").reshape(rows, -1).astype(np.float32)
 
 
 def answers(store: Path, questions: list[dict], exact: bool) -> list[dict]:

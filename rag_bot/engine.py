@@ -205,17 +205,31 @@ class Engine:
             self.embed_sentences(report.written, progress=sentence_progress)
         return report, result
 
-    def embed_sentences(self, doc_ids: Sequence[str], progress: Callable[[int], None] | None = None,
+    def embed_sentences(self, doc_ids: Sequence[str] | None = None, progress: Callable[[int], None] | None = None,
                         batch: int = 64) -> int:
-        """Embed and persist the sentences of these papers where the store lacks them (what an answer's first use
-        of a paper would do), `batch` papers per model call; how many papers were embedded."""
+        """Embed and persist the sentences of these papers (None: every stored paper) where the store lacks them
+        (what an answer's first use of a paper would do), `batch` papers per model call; how many papers were
+        embedded. Resumable: what an interrupted run wrote is not embedded again."""
         embedded = 0
-        for start in range(0, len(doc_ids), batch):
-            ids = list(doc_ids[start:start + batch])
-            embedded += self.sentences.fill([p for p in self.index.papers_by_id(ids)], batch=batch)
+        for papers in self._paper_batches(doc_ids, batch):
+            embedded += self.sentences.fill(papers, batch=batch)
             if progress:
-                progress(len(ids))
+                progress(len(papers))
         return embedded
+
+    def _paper_batches(self, doc_ids: Sequence[str] | None, batch: int) -> Iterator[list[Paper]]:
+        if doc_ids is not None:
+            for start in range(0, len(doc_ids), batch):
+                yield self.index.papers_by_id(list(doc_ids[start:start + batch]))
+            return
+        papers: list[Paper] = []
+        for paper in self.index.iter_papers():  # a page of records at a time
+            papers.append(paper)
+            if len(papers) == batch:
+                yield papers
+                papers = []
+        if papers:
+            yield papers
 
     def prepare(self) -> None:
         """Make retrieval's lexical side ready for the collection as it is now (built and saved beside the store

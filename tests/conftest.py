@@ -23,6 +23,15 @@ SEEDS = ROOT / "seeds"
 SHARED = ROOT.parent / "shared"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def user_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The user's cache folder (where a Chroma server's collection keeps its caches: rag_bot/store/caches.py), the
+    session's own: tests leave nothing in the home folder."""
+    folder = tmp_path_factory.mktemp("user-cache")
+    os.environ["XDG_CACHE_HOME"] = str(folder)
+    return folder
+
+
 @pytest.fixture(scope="session")
 def seed_storage(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A store folder holding the indexed seed abstracts."""

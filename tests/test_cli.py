@@ -472,3 +472,29 @@ def test_ingest_leaves_the_search_index_ready_for_the_first_question(run, tmp_pa
     assert proc.returncode == 0, proc.stderr
     lexicon = cached(PaperIndex(Settings(storage=store)))
     assert lexicon is not None and sorted(lexicon.ids) == ["p0", "p1"]
+
+
+def test_ingest_sentences_readies_every_stored_paper_once_and_refuses_paths(run, seed_storage, tmp_path):
+    """`rag-bot ingest --sentences` embeds the sentences of the stored papers that lack them (an imported
+    collection has none), and a second run embeds nothing."""
+    import shutil
+    import sqlite3
+
+    from rag_bot.settings import Settings
+    from rag_bot.store.caches import SENTENCE_FILE, cache_root
+    from rag_bot.store.index import PaperIndex
+
+    store = _copy_store(seed_storage, tmp_path)
+    index = PaperIndex(Settings(storage=store))
+    path = cache_root(index, "sentences") / SENTENCE_FILE
+    shutil.rmtree(path.parent, ignore_errors=True)  # the session's answers on the seed store may have filled some
+    first = run("ingest", "--sentences", "--quiet", storage=store)
+    assert first.returncode == 0, first.stderr
+    assert "Embedded the sentences of 38 papers (0 had them already)" in first.stdout
+    with sqlite3.connect(path) as db:
+        stored = {doc_id for (doc_id,) in db.execute("SELECT doc_id FROM vectors")}
+    assert stored == {p.doc_id for p in index.all_papers()}
+    again = run("ingest", "--sentences", "--quiet", storage=store)
+    assert again.returncode == 0 and "Embedded the sentences of 0 papers (38 had them already)" in again.stdout
+    refused = run("ingest", "--sentences", str(SEEDS), storage=store)
+    assert refused.returncode == 2 and "give it no paths" in refused.stderr and "Traceback" not in refused.stderr

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from rag_bot.reading.corpus import read_paths
-from rag_bot.retrieval.lexicon import cache_root
 from rag_bot.retrieval.retrieve import PaperRetriever
 from rag_bot.settings import Settings
+from rag_bot.store.caches import cache_root
 from rag_bot.store.embedding import MiniLMEmbedding
 from rag_bot.store.index import PaperIndex
 

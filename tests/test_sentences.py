@@ -1,4 +1,4 @@
-"""Sentence vectors: embedded once per paper ever (persisted in `<name>_sentences`), batched across a question's
+"""Sentence vectors: embedded once per paper ever (persisted in an SQLite file beside the store), batched across a question's
 papers, never stale after an abstract changes, and never a reason for an answer to fail or differ."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ import base64
 import json
 import logging
 import shutil
+import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -14,9 +15,12 @@ import pytest
 
 from rag_bot.engine import Engine
 from rag_bot.settings import Settings
+from rag_bot.store.caches import SENTENCE_FILE, cache_root
 from rag_bot.store.embedding import MODEL_NAME, MiniLMEmbedding
-from rag_bot.store.index import SENTENCES_SUFFIX, PaperIndex
-from rag_bot.store.sentences import SentenceIndex, paper_sentences, sentence_key
+from rag_bot.store.index import PaperIndex
+from rag_bot.store.reads import SENTENCES_SUFFIX
+from rag_bot.store.sentences import LAYOUT, LEGACY, SentenceIndex, pack_and_restore, paper_sentences, sentence_key
+from tests.test_index import chroma_server  # noqa: F401 - a `chroma run` server on loopback
 
 QUESTIONS = (
     "How does CorrSteer select features for steering?",
@@ -46,10 +50,7 @@ def index(store: Path, engine) -> PaperIndex:
     index = PaperIndex(Settings(storage=store), embedder=engine.index.embedder)
     # The session's engine answered questions on the seed store, so its copy may hold sentence vectors already:
     # each test starts from none.
-    try:
-        index.client.delete_collection(f"{index.settings.collection}{SENTENCES_SUFFIX}")
-    except Exception:  # noqa: BLE001 - no such collection yet
-        pass
+    shutil.rmtree(cache_root(index, "sentences"), ignore_errors=True)
     return index
 
 
@@ -153,15 +154,10 @@ def test_answers_are_the_same_with_the_persisted_vectors(store: Path, engine) ->
 
 
 def test_a_failing_sentence_store_only_costs_time(
-    index: PaperIndex, counting: Counting, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    index: PaperIndex, counting: Counting, caplog: pytest.LogCaptureFixture
 ) -> None:
     sentences = SentenceIndex(index.embedder, store=index)
-    assert sentences.store is not None
-
-    def broken(*args: object, **kwargs: object) -> None:
-        raise OSError("disk I/O error")
-
-    monkeypatch.setattr(sentences.store, "_open", broken)
+    (cache_root(index, "sentences") / SENTENCE_FILE).mkdir(parents=True)  # a folder where the file goes: unopenable
     paper = papers_of(index, 1)[0]
     with caplog.at_level(logging.WARNING, logger="rag_bot.store.sentences"):
         got, vectors = sentences.of(paper)
@@ -180,7 +176,7 @@ def test_pruned_papers_leave_no_sentence_vectors_behind(index: PaperIndex) -> No
     report = index.ingest(papers[2:], prune=True)
     assert report.removed == 2
     assert sentences.store.count() == 1
-    assert index.client.get_collection(sentences.store.name).get(include=[])["ids"] == [papers[2].doc_id]
+    assert list(sentences.store.file.get([p.doc_id for p in papers])) == [papers[2].doc_id]
 
 
 def test_a_bracketed_number_in_an_abstract_is_not_an_answer_citation():
@@ -191,16 +187,15 @@ def test_a_bracketed_number_in_an_abstract_is_not_an_answer_citation():
     assert paper_sentences(paper) == ["The method of Silver et al. (2014) works.", "We extend (3, 4)."]
 
 
-def test_a_paper_s_vectors_take_about_half_a_kilobyte_a_sentence_and_keep_their_direction(index: PaperIndex) -> None:
-    from rag_bot.store.sentences import SentenceStore
-
+def test_a_paper_s_vectors_take_under_400_bytes_a_sentence_and_keep_their_direction(index: PaperIndex) -> None:
     sentences = SentenceIndex(index.embedder, store=index)
     papers = papers_of(index, 6)
     sentences.fill(papers)
-    got = SentenceStore(index)._open().get(ids=[p.doc_id for p in papers], include=["metadatas", "embeddings"])
-    for meta, embedding in zip(got["metadatas"], got["embeddings"]):
-        assert len(meta["vectors"]) <= 520 * meta["n"], "384 one-byte numbers and a scale per sentence, base64"
-        assert len(embedding) == 1, "no 384-number vector index beside them"
+    assert sentences.store is not None
+    rows = sentences.store.file.get([p.doc_id for p in papers])
+    assert len(rows) == 6
+    for _key, n, raw in rows.values():
+        assert len(raw) == n * (384 + 4), "384 one-byte numbers and a four-byte scale per sentence"
     for paper in papers:
         exact = index.embedder.embed(paper_sentences(paper))
         kept = sentences.of(paper)[1]
@@ -208,7 +203,45 @@ def test_a_paper_s_vectors_take_about_half_a_kilobyte_a_sentence_and_keep_their_
         assert float(np.min(np.sum(kept * exact, axis=1))) > 0.999, "cosine of each kept vector to the exact one"
 
 
-def test_sentence_vectors_of_an_older_layout_are_dropped_and_refilled(index: PaperIndex, counting: Counting) -> None:
+def test_a_file_of_another_layout_is_emptied_not_misread(index: PaperIndex, counting: Counting) -> None:
+    paper = papers_of(index, 1)[0]
+    n = len(paper_sentences(paper))
+    SentenceIndex(index.embedder, store=index).fill([paper])
+    path = cache_root(index, "sentences") / SENTENCE_FILE
+    with sqlite3.connect(path) as db:  # as a later release with another packing would leave it
+        db.execute("UPDATE vectors SET data = ?", (np.ones((n, 384), dtype="<f4").tobytes(),))
+        db.execute("PRAGMA user_version = 7")
+    counting.calls = 0
+    vectors = SentenceIndex(index.embedder, store=index).of(paper)[1]
+    assert counting.calls == 1, "the other layout's row was not read as this one"
+    assert float(np.min(np.sum(vectors * index.embedder.embed(paper_sentences(paper)), axis=1))) > 0.999
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == LAYOUT
+        assert db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0] == 1
+
+
+def test_a_store_s_sentence_collection_is_moved_into_the_file_once(index: PaperIndex, counting: Counting) -> None:
+    """Stores written before the file kept the vectors in a `<name>_sentences` Chroma collection (base64 metadata):
+    they are read from the file after the move, not embedded again, and the collection is gone."""
+    name = f"{index.settings.collection}{SENTENCES_SUFFIX}"
+    papers = papers_of(index, 3)
+    old = index.client.get_or_create_collection(name, metadata={"layout": LEGACY}, embedding_function=None)
+    expected = {}
+    for paper in papers:
+        raw, expected[paper.doc_id] = pack_and_restore(index.embedder.embed(paper_sentences(paper)))
+        old.upsert(ids=[paper.doc_id], embeddings=[[1.0]], metadatas=[{
+            "key": sentence_key(paper_sentences(paper), index.embedder.max_tokens, MODEL_NAME),
+            "n": len(paper_sentences(paper)), "vectors": base64.b64encode(raw).decode()}])
+    counting.calls = 0
+    sentences = SentenceIndex(index.embedder, store=index)
+    for paper in papers:
+        assert np.array_equal(sentences.of(paper)[1], expected[paper.doc_id])
+    assert counting.calls == 0, "moved vectors were embedded again"
+    assert name not in {c.name for c in index.client.list_collections()}
+    assert sentences.store is not None and sentences.store.count() == 3
+
+
+def test_an_older_sentence_collection_is_dropped_and_refilled(index: PaperIndex, counting: Counting) -> None:
     name = f"{index.settings.collection}{SENTENCES_SUFFIX}"
     paper = papers_of(index, 1)[0]
     old = index.client.get_or_create_collection(name, metadata={"hnsw:space": "cosine"}, embedding_function=None)
@@ -220,8 +253,7 @@ def test_sentence_vectors_of_an_older_layout_are_dropped_and_refilled(index: Pap
     vectors = SentenceIndex(index.embedder, store=index).of(paper)[1]
     assert counting.calls == 1, "the old record was not read as if it were the new layout"
     assert float(np.min(np.sum(vectors * index.embedder.embed(paper_sentences(paper)), axis=1))) > 0.999
-    fresh = index.client.get_collection(name)
-    assert fresh.metadata.get("layout") and fresh.count() == 1
+    assert name not in {c.name for c in index.client.list_collections()}
 
 
 def test_sentences_embedded_by_the_ingest_leave_no_answer_waiting_for_them(tmp_path: Path, engine, seed_list,
@@ -253,3 +285,31 @@ def test_sentences_embedded_by_the_ingest_leave_no_answer_waiting_for_them(tmp_p
         else:
             assert at_ingest == 0 and sum(embedded) > 0
         embedded.clear()
+
+
+@pytest.mark.slow
+def test_through_a_chroma_server_the_vectors_are_kept_in_the_user_s_cache_folder(
+    tmp_path: Path, engine, seed_list, chroma_server, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    """A client of a `chroma run` server keeps the sentence vectors in its user's cache folder, named by the
+    collection (as the lexical cache): another process of that user reads them, and a prune drops them."""
+    url, _ = chroma_server
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    settings = Settings(chroma_url=url, storage=tmp_path / "unused")
+    index = PaperIndex(settings, embedder=engine.index.embedder)
+    index.ingest(seed_list[:4])
+    papers = sorted(index.all_papers(), key=lambda p: p.doc_id)
+    assert SentenceIndex(index.embedder, store=index).fill(papers) == 4
+    path = cache_root(index, "sentences") / SENTENCE_FILE
+    assert path.is_file() and path.is_relative_to(tmp_path / "cache")
+    assert not (tmp_path / "unused").exists(), "nothing is written where a folder store would be"
+
+    later = PaperIndex(settings, embedder=engine.index.embedder)
+    calls: list[int] = []
+    real = SentenceIndex._embed
+    monkeypatch.setattr(SentenceIndex, "_embed", lambda self, groups: calls.append(len(groups)) or real(self, groups))
+    for paper in papers:
+        SentenceIndex(later.embedder, store=later).of(paper)
+    assert calls == [], "another process of the user embedded what the cache holds"
+    later.ingest(papers[1:], prune=True)
+    assert SentenceIndex(later.embedder, store=later).store.file.count() == 3

@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import shutil
 import tempfile
 import time
@@ -31,6 +30,7 @@ import numpy as np
 
 from rag_bot.retrieval.columns import Columns
 from rag_bot.retrieval.rows import IdTable
+from rag_bot.store.caches import cache_root
 from rag_bot.store.index import PaperIndex
 from rag_bot.text import clean_markup, normalize_name
 from rag_bot.types import Paper
@@ -130,18 +130,6 @@ class Lexicon:
     origin: str = "empty"  # cache | built | empty
     rows: Mapping[str, int] = field(default_factory=dict)  # doc_id -> row of every array
     columns: Columns | None = None  # the papers' filterable fields (rag_bot/retrieval/columns.py)
-
-
-def cache_root(index: PaperIndex, kind: str = "lexicon") -> Path:
-    """The folder of a collection's caches of one kind (`lexicon`, `map`): beside the store, or for a Chroma
-    server in the user's cache folder, named by the collection's own id (a server reached at another address, or
-    restarted on another port, keeps its caches: at 100,000 papers a rebuild over HTTP took 111 s)."""
-    settings = index.settings
-    if settings.chroma_url:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rag-bot" / kind
-        server = hashlib.sha256(f"{index.papers.id}\x1f{settings.collection}".encode()).hexdigest()[:16]
-        return base / server
-    return Path(settings.storage) / kind / settings.collection
 
 
 def state_key(state: dict[str, Any]) -> str:

@@ -11,14 +11,15 @@ store and the fix; chunks whose paper record is missing (left by a failed write)
 ingest, so the previous index keeps serving.
 
 A paper's chunks (title + chunk text) are embedded, and its paper vector is either a second pass over its title and
-whole abstract (`paper_vector="whole"`, the default: the best dev-set figures) or the normalised mean of its chunk
-vectors (`"mean"`: one model pass, about half the ingest time, one dev question lost; docs/benchmarks.md). The papers collection's metadata carries a generation (changed by every ingest
+whole abstract (`paper_vector="whole"`: about twice the ingest time) or the normalised mean of its chunk vectors
+(`"mean"`, the default: one model pass; docs/benchmarks.md). The papers collection's metadata carries a generation (changed by every ingest
 that writes) that keys the lexical cache (rag_bot/retrieval/lexicon.py).
 """
 
 from __future__ import annotations
 
 import logging
+import sqlite3
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -29,11 +30,9 @@ from llama_index.core.schema import Document, TextNode
 from rag_bot.errors import StoreError
 from rag_bot.reading import identity
 from rag_bot.store.base import GENERATION
-from rag_bot.store.chroma import (
-    STORE_FAULTS,
-    one_line,
-)
-from rag_bot.store.reads import SENTENCES_SUFFIX, PaperReads
+from rag_bot.store.caches import SENTENCE_FILE, SentenceFile, cache_root
+from rag_bot.store.chroma import one_line
+from rag_bot.store.reads import PaperReads
 from rag_bot.store.records import chunk_metadata, paper_from_record, paper_record
 from rag_bot.text import clean_markup
 from rag_bot.types import Paper
@@ -201,20 +200,19 @@ class PaperIndex(PaperReads):
         return report
 
     def _forget_sentences(self, doc_ids: Sequence[str]) -> None:
-        """Drop removed papers' records from the answer-time cache of sentence vectors (`<name>_sentences`,
-        rag_bot/store/sentences.py; one record per paper, its id the doc_id), when there is one. A cache: a fault is
-        logged, not raised (a record left behind is never read for a paper that is gone)."""
+        """Drop removed papers' rows from the answer-time cache of sentence vectors (rag_bot/store/caches.py), when
+        there is one. A cache: a fault is logged, not raised (a row left behind is never read for a paper that is
+        gone). For a Chroma server, only this machine's cache."""
         if not doc_ids:
             return
+        file = SentenceFile(cache_root(self, "sentences") / SENTENCE_FILE, layout=None)
         try:
-            names = {c if isinstance(c, str) else c.name for c in self.client.list_collections()}
-            name = f"{self.settings.collection}{SENTENCES_SUFFIX}"
-            if name in names:
-                cache = self.client.get_collection(name, embedding_function=None)
-                for start in range(0, len(doc_ids), 500):
-                    cache.delete(ids=list(doc_ids[start:start + 500]))
-        except STORE_FAULTS + (ValueError,) as exc:
+            if file.path.exists():
+                file.delete(doc_ids)
+        except (OSError, sqlite3.Error) as exc:
             log.warning("could not drop the removed papers' sentence vectors: %s", one_line(exc))
+        finally:
+            file.close()
 
     def _write_batch(self, batch: Sequence[tuple[Paper, str]]) -> int:
         ids = [paper.doc_id for paper, _ in batch]

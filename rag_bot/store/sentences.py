@@ -3,15 +3,15 @@ and quote matching.
 
 Embedding a paper's sentences is most of an offline answer's time (about 0.1 s of CPU per abstract, with MiniLM on
 two cores; docs/benchmarks.md), so it is done once per paper ever: vectors are kept in memory and, given the
-paper index, persisted in a third Chroma collection `<name>_sentences` beside the store (a folder or a Chroma
-server), filled as papers are first used (or ahead of time by `SentenceIndex.fill`). A record holds one paper:
-its id is the paper's doc_id, its embedding a one-number placeholder (the collection is never searched, so it
-keeps no vector index), and its metadata the key of what was embedded (model and sentences) and the sentence
-vectors themselves, 8 bits a number with one scale per sentence (`LAYOUT`: about 0.5 KB a sentence, 4-5 KB a
-paper, against 38 KB as float32 beside a 384-number mean). Every vector an answer uses is so rounded, computed
-or cached alike, so an answer never depends on what is cached. A record whose key does not match the paper's
-current sentences is recomputed and overwritten; a collection of another layout is dropped and refilled. The
-store is a cache: any fault reading or writing it is logged and the vectors are computed instead.
+paper index, persisted in an SQLite file beside the store (rag_bot/store/caches.py; for a Chroma server, in the
+user's cache folder), filled as papers are first used (or ahead of time by `SentenceIndex.fill`). A row holds one
+paper: its doc_id, the key of what was embedded (model and sentences) and the vectors, 8 bits a number with one
+scale per sentence (`LAYOUT`: 388 bytes a sentence, 2.4 KB a paper on average, against 38 KB as float32 beside a
+384-number mean). Every vector an answer uses is so rounded, computed or cached alike, so an answer never depends
+on what is cached. A row whose key does not match the paper's current sentences is recomputed and overwritten; a
+file of another layout is emptied. Stores written before the file kept the vectors in a `<name>_sentences` Chroma
+collection: they are moved into the file once. The store is a cache: any fault reading or writing it is logged
+and the vectors are computed instead.
 
 `prefetch(papers)` embeds every missing paper of a question in one model call (length-sorted batches across
 papers, a third less CPU than one call per paper).
@@ -25,12 +25,13 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
 import numpy as np
 
+from rag_bot.store.caches import SENTENCE_FILE, SentenceFile, cache_root
 from rag_bot.store.embedding import MODEL_NAME, MiniLMEmbedding
-from rag_bot.store.index import SENTENCES_SUFFIX, PaperIndex
+from rag_bot.store.index import PaperIndex
+from rag_bot.store.reads import SENTENCES_SUFFIX
 from rag_bot.text import clean_markup, split_sentences
 from rag_bot.types import Paper
 
@@ -38,8 +39,7 @@ log = logging.getLogger(__name__)
 
 CACHE_PAPERS = 5000  # papers whose sentence vectors are kept in memory (about 50 MB); cleared when full
 CACHE_PHRASES = 20000  # theme-label phrases whose vectors are kept
-READ_BATCH = 200  # papers read from the persisted collection per request
-WRITE_BATCH = 64  # papers written per request
+READ_BATCH = 1000  # records read per request when a `<name>_sentences` collection is moved into the file
 
 Entry = tuple[list[str], np.ndarray]
 
@@ -62,7 +62,8 @@ def sentence_key(sentences: Sequence[str], max_tokens: int, model: str = MODEL_N
     return hashlib.sha256(payload.encode()).hexdigest()[:24]
 
 
-LAYOUT = "int8-scaled-v1"  # how a record's vectors are packed; a collection of another layout is refilled
+LAYOUT = 1  # how a paper's vectors are packed (int8 codes, a scale per sentence); a file of another is emptied
+LEGACY = "int8-scaled-v1"  # the same packing in base64, as `<name>_sentences` Chroma collections held it
 
 
 def _quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -79,17 +80,13 @@ def _restore(codes: np.ndarray, scales: np.ndarray) -> np.ndarray:
     return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
 
 
-def pack_and_restore(vectors: np.ndarray) -> tuple[str, np.ndarray]:
-    """Vectors as a record keeps them (base64 of the scales, then the codes) and as `unpack` reads them back."""
+def pack_and_restore(vectors: np.ndarray) -> tuple[bytes, np.ndarray]:
+    """Vectors as the file keeps them (the scales, then the codes) and as `unpack` reads them back."""
     codes, scales = _quantize(vectors)
-    return base64.b64encode(scales.tobytes() + codes.tobytes()).decode("ascii"), _restore(codes, scales)
+    return scales.tobytes() + codes.tobytes(), _restore(codes, scales)
 
 
-def unpack(text: str, rows: int) -> np.ndarray | None:
-    try:
-        raw = base64.b64decode(text.encode("ascii"), validate=True)
-    except (ValueError, UnicodeEncodeError):
-        return None
+def unpack(raw: bytes, rows: int) -> np.ndarray | None:
     # The key names the model, so the size is the model's: rows scales (4 bytes), then rows x dim codes.
     if rows <= 0 or len(raw) <= rows * 4 or (len(raw) - rows * 4) % rows:
         return None
@@ -99,87 +96,83 @@ def unpack(text: str, rows: int) -> np.ndarray | None:
 
 
 class SentenceStore:
-    """The persisted sentence vectors of a paper index (`<name>_sentences`); a cache, so faults are not errors."""
+    """The persisted sentence vectors of a paper index (rag_bot/store/caches.py's `SentenceFile`, beside the store
+    or in the user's cache folder for a Chroma server); a cache, so faults are not errors."""
 
     def __init__(self, index: PaperIndex) -> None:
         self.index = index
-        self.name = f"{index.settings.collection}{SENTENCES_SUFFIX}"  # named with the store (rag_bot/store/index.py)
-        self._collection: Any = None
+        self.legacy = f"{index.settings.collection}{SENTENCES_SUFFIX}"  # where stores before the file kept them
+        self._file: SentenceFile | None = None
         self.failed = False  # set after a fault: the store is not used again by this process
 
-    def _open(self) -> Any:
-        if self._collection is None:
-            client = self.index.client
-            collection = client.get_or_create_collection(self.name, metadata={"layout": LAYOUT},
-                                                         embedding_function=None)
-            if (collection.metadata or {}).get("layout") != LAYOUT:  # an older layout: dropped, refilled as used
-                with self.index.writer_lock(wait=False) as held:
-                    if not held:
-                        raise RuntimeError("the store is being written; the older layout is replaced later")
-                    client.delete_collection(self.name)
-                    collection = client.get_or_create_collection(self.name, metadata={"layout": LAYOUT},
-                                                                 embedding_function=None)
-                log.info("sentence vectors of an older layout dropped from %s", self.name)
-            self._collection = collection
-        return self._collection
+    @property
+    def file(self) -> SentenceFile:
+        if self._file is None:
+            file = SentenceFile(cache_root(self.index, "sentences") / SENTENCE_FILE, LAYOUT)
+            self._adopt(file)
+            self._file = file
+        return self._file
+
+    def _adopt(self, file: SentenceFile) -> None:
+        """Move the vectors of a store written before the file (a `<name>_sentences` collection) into it, once:
+        the collection is deleted after. Left for a later process while an ingest writes the store."""
+        client = self.index.client
+        if self.legacy not in {c if isinstance(c, str) else c.name for c in client.list_collections()}:
+            return
+        with self.index.writer_lock(wait=False) as held:
+            if not held:
+                return
+            old = client.get_collection(self.legacy, embedding_function=None)
+            moved = 0
+            if (old.metadata or {}).get("layout") == LEGACY:  # an older packing is not moved: refilled as used
+                for start in range(0, old.count(), READ_BATCH):
+                    got = old.get(include=["metadatas"], limit=READ_BATCH, offset=start)
+                    rows = [(doc_id, str(meta.get("key", "")), int(meta.get("n", 0) or 0),
+                             base64.b64decode(str(meta.get("vectors", ""))))
+                            for doc_id, meta in zip(got["ids"], got["metadatas"] or []) if meta]
+                    moved += file.put(rows)
+            client.delete_collection(self.legacy)
+            log.info("%d papers' sentence vectors moved from the collection %s to %s", moved, self.legacy, file.path)
 
     def get(self, wanted: dict[str, str]) -> dict[str, np.ndarray]:
         """Stored vectors of papers (doc_id -> key of their current sentences), those whose key matches only."""
         if self.failed or not wanted:
             return {}
         out: dict[str, np.ndarray] = {}
-        ids = list(wanted)
         try:
-            collection = self._open()
-            for start in range(0, len(ids), READ_BATCH):
-                got = collection.get(ids=ids[start:start + READ_BATCH], include=["metadatas"])
-                for doc_id, meta in zip(got["ids"], got["metadatas"] or []):
-                    meta = meta or {}
-                    if meta.get("key") != wanted.get(doc_id):
-                        continue  # the abstract (or the model) changed since: recomputed
-                    vectors = unpack(str(meta.get("vectors", "")), int(meta.get("n", 0) or 0))
-                    if vectors is not None:
-                        out[doc_id] = vectors
+            for doc_id, (key, n, raw) in self.file.get(list(wanted)).items():
+                if key != wanted.get(doc_id):
+                    continue  # the abstract (or the model) changed since: recomputed
+                vectors = unpack(raw, n)
+                if vectors is not None:
+                    out[doc_id] = vectors
         except Exception as exc:  # a cache: the answer goes on without it
             self._fault("read", exc)
         return out
 
-    def put(self, entries: dict[str, tuple[str, str, int]]) -> int:
-        """Persist papers' packed vectors (doc_id -> (key, `pack_and_restore`'s text, rows)); how many were written. Writes are skipped while
-        another process writes the store folder (an ingest holds its lock): the next use writes them."""
+    def put(self, entries: dict[str, tuple[str, bytes, int]]) -> int:
+        """Persist papers' packed vectors (doc_id -> (key, `pack_and_restore`'s bytes, rows)); how many were
+        written. SQLite lets several processes write the file, so an ingest writing the store does not stop it."""
         if self.failed or not entries:
             return 0
-        written = 0
         try:
-            with self.index.writer_lock(wait=False) as held:
-                if not held:
-                    log.debug("sentence vectors not persisted: the store is being written")
-                    return 0
-                collection = self._open()
-                items = list(entries.items())
-                for start in range(0, len(items), WRITE_BATCH):
-                    batch = items[start:start + WRITE_BATCH]
-                    collection.upsert(
-                        ids=[doc_id for doc_id, _ in batch],
-                        embeddings=[[1.0]] * len(batch),  # never searched: a placeholder, no vector index
-                        metadatas=[{"key": key, "n": rows, "vectors": packed} for _, (key, packed, rows) in batch],
-                    )
-                    written += len(batch)
+            return self.file.put((doc_id, key, rows, raw) for doc_id, (key, raw, rows) in entries.items())
         except Exception as exc:
             self._fault("write", exc)
-        return written
+            return 0
 
     def count(self) -> int:
         """Papers with persisted vectors (0 when the store cannot be read)."""
         try:
-            return int(self._open().count())
+            return self.file.count()
         except Exception as exc:
             self._fault("read", exc)
             return 0
 
     def _fault(self, action: str, exc: Exception) -> None:
         log.warning("the sentence-vector cache %s could not be %s (%s: %s); vectors are computed instead",
-                    self.name, "read" if action == "read" else "written", type(exc).__name__, exc)
+                    self._file.path if self._file else self.legacy, "read" if action == "read" else "written",
+                    type(exc).__name__, exc)
         log.debug("sentence-vector cache fault", exc_info=True)
         self.failed = True
 
@@ -263,12 +256,12 @@ class SentenceIndex:
         keys = {paper.doc_id: sentence_key(s, self.embedder.max_tokens, self.embedder.name) for paper, s in todo}
         vectors = self.store.get(keys) if self.store is not None else {}
         missing = [(p, s) for p, s in todo if p.doc_id not in vectors or vectors[p.doc_id].shape[0] != len(s)]
-        computed: dict[str, tuple[str, str, int]] = {}
+        computed: dict[str, tuple[str, bytes, int]] = {}
         if missing:
             for (paper, _), found in zip(missing, self._embed([s for _, s in missing])):
                 # as the store keeps them, whether this answer computed them or a later one reads them back
-                text, vectors[paper.doc_id] = pack_and_restore(found)
-                computed[paper.doc_id] = (keys[paper.doc_id], text, len(found))
+                raw, vectors[paper.doc_id] = pack_and_restore(found)
+                computed[paper.doc_id] = (keys[paper.doc_id], raw, len(found))
             if self.store is not None:
                 self.store.put(computed)
         return vectors, len(missing)

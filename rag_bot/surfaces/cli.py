@@ -97,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--reembed", action="store_true",
                    help="re-embed the stored collection with the model the settings choose (resumable; no paths)")
+    p.add_argument("--sentences", action="store_true",
+                   help="embed the sentences of every stored paper that lacks them, so no answer waits for them "
+                        "(about 0.1 s a paper on two cores; resumable; no paths)")
     p.add_argument("--rebuild", action="store_true",
                    help="start a fresh store (for a damaged one): the store's files are moved aside to "
                         "<storage>.broken-<time>, never deleted (the saved conversations stay); with "

@@ -26,6 +26,8 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     """Index the given files and folders (default: the seeds folder)."""
     if args.reembed:
         return _reembed(args, settings)
+    if args.sentences:
+        return _sentences(args, settings)
     paths = [Path(p) for p in args.paths] or [settings.seed_path()]
     # Every path is checked before anything is written: a mistyped one must not cost a rebuild (or a prune) its store.
     for typed, path in zip(args.paths or [str(paths[0])], paths):
@@ -92,6 +94,30 @@ def _prepare(engine: Any) -> None:
         started = time.perf_counter()
         engine.prepare()
         log.info("lexical side ready in %.1f s", time.perf_counter() - started)
+
+
+def _sentences(args: argparse.Namespace, settings: Settings) -> int:
+    """`ingest --sentences`: embed the sentences of every stored paper the sentence-vector cache lacks, so no
+    answer waits for them (what RAG_BOT_SENTENCE_VECTORS=ingest does for the papers an ingest writes)."""
+    if args.paths or args.prune or args.rebuild or args.reembed:
+        return _fail("--sentences works on the stored papers: give it no paths, --prune, --rebuild or --reembed", 2)
+    from tqdm import tqdm
+
+    from rag_bot.engine import Engine
+
+    engine = Engine(settings)
+    total = engine.index.count()
+    if not total:
+        return _fail("the store holds no papers yet: ingest some first", 1)
+    with tqdm(total=total, unit="paper", desc="Sentences", disable=args.quiet, file=sys.stderr) as bar:
+        embedded = engine.embed_sentences(progress=bar.update)
+    store = engine.sentences.store
+    if store is None or store.failed:
+        return _fail("the sentence vectors could not be saved (see the warning above); answers compute them "
+                     "as they need them", 1)
+    print(f"Embedded the sentences of {embedded} papers ({total - embedded} had them already). "
+          f"{store.count()} papers' sentence vectors are stored in {store.file.path}.")
+    return 0
 
 
 def _reembed(args: argparse.Namespace, settings: Settings) -> int:

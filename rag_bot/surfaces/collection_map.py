@@ -238,7 +238,8 @@ def _layout(kept: Sequence[Paper], matrix: np.ndarray) -> CollectionMap:
 
 # --- the map of a stored collection, saved beside the store ----------------------------------------------------
 def _folder(index: PaperIndex, state: dict[str, Any]) -> Path:
-    from rag_bot.retrieval.lexicon import cache_root, state_key
+    from rag_bot.retrieval.lexicon import state_key
+    from rag_bot.store.caches import cache_root
 
     return cache_root(index, "map") / state_key(state | {"map_format": MAP_FORMAT})
 
