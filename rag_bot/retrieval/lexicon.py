@@ -6,7 +6,7 @@ Saved beside the store (`<storage>/lexicon/<key>/`) or, for a Chroma server, in 
 (`PaperIndex.state()`: both collections' ids and counts and the generation every writing ingest changes), so a
 cache of another state is never used: it is rebuilt from the store and saved again. While an ingest is writing (or
 after one was killed) nothing is saved. Files are plain data (numpy arrays without pickles, JSON, bm25s's own
-format); a damaged or partial cache is rebuilt.
+format, the papers' records as zlib streams: rag_bot/retrieval/packed.py); a damaged or partial cache is rebuilt.
 
 At load nothing grows with the collection but memory maps and two small JSON files: a paper's record is decoded
 when it is first used (`LazyPapers`), a paper's words when they are asked for (`DocTerms`).
@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from rag_bot.retrieval.columns import Columns
+from rag_bot.retrieval.packed import RecordReader, RecordWriter
 from rag_bot.retrieval.rows import IdTable
 from rag_bot.store.caches import cache_root
 from rag_bot.store.index import PaperIndex
@@ -37,7 +38,8 @@ from rag_bot.types import Paper
 
 log = logging.getLogger(__name__)
 
-FORMAT = 4  # bump when what is saved (or how BM25 tokenises) changes (2: identifiers, 3: filter columns, 4: id table)
+FORMAT = 5  # bump when what is saved (or how BM25 tokenises) changes (2: identifiers, 3: filter columns, 4: id table,
+# 5: records compressed, rag_bot/retrieval/packed.py)
 _V = TypeVar("_V")
 _FIELDS = ("title", "text", "source", "aliases", "links", "authors", "venue", "year", "url", "identifiers")
 
@@ -63,19 +65,22 @@ class _ByRow(Mapping[str, _V]):
 
 
 class LazyPapers(_ByRow[Paper]):
-    """doc_id -> Paper, decoding a record (a JSON line in one memory-mapped blob) when it is first asked for."""
+    """doc_id -> Paper, decoding a record (a compressed JSON line in one memory-mapped blob) when it is first asked
+    for."""
 
-    def __init__(self, ids: Sequence[str], blob: Any, offsets: np.ndarray, rows: Mapping[str, int]) -> None:
+    def __init__(self, ids: Sequence[str], blob: Any, offsets: np.ndarray, rows: Mapping[str, int],
+                 unpack: RecordReader) -> None:
         super().__init__(ids, rows)
         self._blob = blob
         self._offsets = offsets
+        self._unpack = unpack
         self._made: dict[str, Paper] = {}
 
     def __getitem__(self, doc_id: str) -> Paper:
         paper = self._made.get(doc_id)
         if paper is None:
             row = self._rows[doc_id]
-            record = json.loads(bytes(self._blob[int(self._offsets[row]):int(self._offsets[row + 1])]))
+            record = json.loads(self._unpack(bytes(self._blob[int(self._offsets[row]):int(self._offsets[row + 1])])))
             paper = self._made[doc_id] = Paper(doc_id=doc_id, **dict(zip(_FIELDS, record)))
         return paper
 
@@ -221,9 +226,9 @@ def _build(index: PaperIndex, stemmer: Any, state: dict[str, Any], folder: Path)
     ids: list[str] = []
     vocab: dict[str, int] = {}
     tokens, terms = _Pages(), _Pages()
-    offsets = [0]
     names: dict[str, list[tuple[str, str]]] = {}
     with open(folder / "records.bin", "wb") as blob:
+        records = RecordWriter(blob)
 
         def flush(page: list[Paper]) -> None:
             corpus = [f"{p.title} {' '.join(p.aliases)} {clean_markup(p.text)}" for p in page]
@@ -239,9 +244,7 @@ def _build(index: PaperIndex, stemmer: Any, state: dict[str, Any], folder: Path)
             page: list[Paper] = []
             for paper in index.iter_papers():
                 ids.append(paper.doc_id)
-                record = json.dumps([getattr(paper, name) for name in _FIELDS], ensure_ascii=False).encode()
-                blob.write(record)
-                offsets.append(offsets[-1] + len(record))
+                records.add(json.dumps([getattr(paper, name) for name in _FIELDS], ensure_ascii=False).encode())
                 for key, entries in alias_table([paper]).items():  # the names only, not the paper's text
                     names.setdefault(key, []).extend(entries)
                 page.append(paper)
@@ -253,6 +256,8 @@ def _build(index: PaperIndex, stemmer: Any, state: dict[str, Any], folder: Path)
                 flush(page)
 
         columns = Columns.build(stream())
+        records.close()
+    (folder / "records.dict").write_bytes(records.dictionary)
     bm25 = bm25s.BM25()
     bm25.index(SimpleNamespace(ids=tokens, vocab=vocab), show_progress=False)
     tokens.flat.clear()  # the token lists are in the BM25 matrix now
@@ -263,7 +268,7 @@ def _build(index: PaperIndex, stemmer: Any, state: dict[str, Any], folder: Path)
     indptr = np.zeros(len(ids) + 1, dtype=np.int64)
     np.cumsum(np.concatenate(terms.lengths) if terms.lengths else [], out=indptr[1:])
     bm25.save(str(folder / "bm25"), show_progress=False)
-    np.save(folder / "offsets.npy", np.asarray(offsets, dtype=np.int64))
+    np.save(folder / "offsets.npy", np.asarray(records.offsets, dtype=np.int64))
     np.save(folder / "indptr.npy", indptr)
     np.save(folder / "indices.npy", indices.astype(np.int32))
     np.save(folder / "counts.npy", np.bincount(indices, minlength=len(words)).astype(np.int32))
@@ -324,7 +329,8 @@ def _load(folder: Path, state: dict[str, Any], papers: int | None = None) -> Lex
     names = {k: [(a, d) for a, d in v] for k, v in meta["names"].items()}
     rows = ids.rows
     return Lexicon(
-        ids=ids, papers=LazyPapers(ids, blob, offsets, rows), names=names, bm25=bm25,
+        ids=ids, papers=LazyPapers(ids, blob, offsets, rows, RecordReader((folder / "records.dict").read_bytes())),
+        names=names, bm25=bm25,
         doc_terms=DocTerms(ids, vocab, indptr, indices, rows), df=DocFreq(term_ids, counts), chunks=state["chunks"],
         origin="cache", rows=rows, columns=Columns.load(folder),
     )
