@@ -27,7 +27,7 @@ from rag_bot.retrieval.retrieve import PaperRetriever
 from rag_bot.settings import Settings
 from rag_bot.store.chroma import store_label
 from rag_bot.store.index import IngestReport, PaperIndex
-from rag_bot.store.sentences import SentenceIndex
+from rag_bot.store.sentences import SentenceIndex, stored_count
 from rag_bot.types import Answer, Filters, Mode, Paper, Turn, final_answer
 from rag_bot.writing.compose import PaperSynthesizer, WriterUnavailable, detect_mode
 from rag_bot.writing.offline import OfflineComposer
@@ -370,4 +370,5 @@ class Engine:
             "store": store_label(self.settings),
             "embedding": self.index.index_version,
             "sources": dict(sorted(sources.items())),
+            "sentence_vectors": stored_count(self.index),  # papers no answer has to embed (`ingest --sentences`)
         }

@@ -488,6 +488,8 @@ def test_ingest_sentences_readies_every_stored_paper_once_and_refuses_paths(run,
     index = PaperIndex(Settings(storage=store))
     path = cache_root(index, "sentences") / SENTENCE_FILE
     shutil.rmtree(path.parent, ignore_errors=True)  # the session's answers on the seed store may have filled some
+    assert json.loads(run("stats", "--json", storage=store).stdout)["sentence_vectors"] == 0
+    assert not path.parent.exists(), "stats made no file"
     first = run("ingest", "--sentences", "--quiet", storage=store)
     assert first.returncode == 0, first.stderr
     assert "Embedded the sentences of 38 papers (0 had them already)" in first.stdout
@@ -496,5 +498,7 @@ def test_ingest_sentences_readies_every_stored_paper_once_and_refuses_paths(run,
     assert stored == {p.doc_id for p in index.all_papers()}
     again = run("ingest", "--sentences", "--quiet", storage=store)
     assert again.returncode == 0 and "Embedded the sentences of 0 papers (38 had them already)" in again.stdout
+    assert json.loads(run("stats", "--json", storage=store).stdout)["sentence_vectors"] == 38
+    assert "sentence vectors stored: 38 papers" in run("stats", storage=store).stdout
     refused = run("ingest", "--sentences", str(SEEDS), storage=store)
     assert refused.returncode == 2 and "give it no paths" in refused.stderr and "Traceback" not in refused.stderr

@@ -95,6 +95,21 @@ def unpack(raw: bytes, rows: int) -> np.ndarray | None:
     return _restore(codes, scales)
 
 
+def stored_count(index: PaperIndex) -> int:
+    """Papers whose sentence vectors the index's file holds (0 without a file, none is made; a fault is logged)."""
+    path = cache_root(index, "sentences") / SENTENCE_FILE
+    if not path.exists():
+        return 0
+    file = SentenceFile(path, LAYOUT)
+    try:
+        return file.count()
+    except Exception as exc:  # a cache: stats go on without it
+        log.warning("the sentence-vector cache %s could not be read (%s: %s)", path, type(exc).__name__, exc)
+        return 0
+    finally:
+        file.close()
+
+
 class SentenceStore:
     """The persisted sentence vectors of a paper index (rag_bot/store/caches.py's `SentenceFile`, beside the store
     or in the user's cache folder for a Chroma server); a cache, so faults are not errors."""

@@ -224,6 +224,8 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     else:
         print(f"{stats['papers']} papers, {stats['chunks']} chunks in the {stats['store']}")
         print(f"embedding: {stats['embedding']}")
+        print(f"sentence vectors stored: {stats['sentence_vectors']} papers (answers embed the others' at their "
+              f"first use; `rag-bot ingest --sentences` embeds them all)")
         for source, n in stats["sources"].items():
             print(f"  {source}: {n}")
     return 0
