@@ -1,10 +1,10 @@
-"""The lexicon build's time and peak memory, a parent commit's whole-list build against this checkout's paged one,
-on the same store in one run (issue 25): each build runs in its own process (its peak RSS is its own), reads every
-paper from the store, and writes nothing into the store's cache (the parent's build is not saved; this one's goes
-to a temporary folder).
+"""The lexicon build's time and peak memory, a parent commit's build against this checkout's, on the same store in
+one run (issue 25): each build runs in its own process (its peak RSS is its own), reads every paper from the store,
+and writes nothing into the store's cache (builds go to a temporary folder). The parent's build is its whole-list
+one (before the paged build) or, with --base-mode paged, its paged one (before rag_bot/retrieval/bm25_build.py).
 
     git worktree add /tmp/base <commit>
-    .venv/bin/python bench/lexicon_build.py /tmp/base STORE [STORE ...]
+    .venv/bin/python bench/lexicon_build.py /tmp/base STORE [STORE ...] [--base-mode paged]
 
 Appends to bench/results/lexicon_build.json.
 """
@@ -52,13 +52,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("base", type=Path, help="a git worktree of the parent commit")
     parser.add_argument("stores", type=Path, nargs="+")
+    parser.add_argument("--base-mode", choices=["whole", "paged"], default="whole")
     args = parser.parse_args()
     scratch = Path(os.environ.get("TMPDIR", "/tmp")) / f"lexicon-build-{os.getpid()}"
     scratch.mkdir(parents=True, exist_ok=True)
     rows = []
     for store in args.stores:
         row: dict = {"store": str(store), "load_avg": os.getloadavg()[0], "when": time.strftime("%Y-%m-%d %H:%M")}
-        row["whole_list"] = run(args.base.resolve(), store.resolve(), "whole", scratch)
+        row["base_" + args.base_mode] = run(args.base.resolve(), store.resolve(), args.base_mode, scratch)
         row["paged"] = run(ROOT, store.resolve(), "paged", scratch)
         row["load_avg_after"] = os.getloadavg()[0]
         print(json.dumps(row), flush=True)

@@ -23,11 +23,11 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, TypeVar
 
 import numpy as np
 
+from rag_bot.retrieval import bm25_build
 from rag_bot.retrieval.columns import Columns
 from rag_bot.retrieval.packed import RecordReader, RecordWriter
 from rag_bot.retrieval.rows import IdTable
@@ -197,24 +197,34 @@ PAGE = 20_000
 
 
 class _Pages:
-    """The token ids of every paper, in one flat array per page, as the sequence of lists bm25s indexes."""
+    """Per paper: its distinct word ids (sorted) and how often each occurs, in one flat array per page."""
 
     def __init__(self) -> None:
-        self.flat: list[np.ndarray] = []
-        self.lengths: list[np.ndarray] = []
+        self.terms: list[np.ndarray] = []
+        self.counts: list[np.ndarray] = []
+        self.lengths: list[np.ndarray] = []  # distinct words a paper
+        self.tokens: list[np.ndarray] = []  # tokens a paper (BM25's document length)
 
     def add(self, docs: list[np.ndarray]) -> None:
-        self.flat.append(np.concatenate(docs) if docs else np.zeros(0, dtype=np.int32))
-        self.lengths.append(np.asarray([len(d) for d in docs], dtype=np.int64))
+        pairs = [np.unique(d, return_counts=True) for d in docs]
+        self.terms.append(np.concatenate([u for u, _ in pairs]).astype(np.int32) if docs else _EMPTY)
+        self.counts.append(np.concatenate([c for _, c in pairs]).astype(np.int32) if docs else _EMPTY)
+        self.lengths.append(np.asarray([len(u) for u, _ in pairs], dtype=np.int64))
+        self.tokens.append(np.asarray([len(d) for d in docs], dtype=np.int64))
 
-    def __len__(self) -> int:
-        return int(sum(len(n) for n in self.lengths))
+    @staticmethod
+    def joined(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
+        """One array of the pages' parts, each page's freed as it is copied."""
+        out = np.empty(sum(len(p) for p in parts), dtype=dtype)
+        at = 0
+        while parts:
+            part = parts.pop(0)
+            out[at:at + len(part)] = part
+            at += len(part)
+        return out
 
-    def __iter__(self) -> Iterator[list[int]]:
-        for flat, lengths in zip(self.flat, self.lengths):
-            ends = np.cumsum(lengths)
-            for end, n in zip(ends.tolist(), lengths.tolist()):
-                yield flat[end - n:end].tolist()
+
+_EMPTY = np.zeros(0, dtype=np.int32)
 
 
 def _build(index: PaperIndex, stemmer: Any, state: dict[str, Any], folder: Path) -> int:
@@ -225,7 +235,7 @@ def _build(index: PaperIndex, stemmer: Any, state: dict[str, Any], folder: Path)
     started = time.perf_counter()
     ids: list[str] = []
     vocab: dict[str, int] = {}
-    tokens, terms = _Pages(), _Pages()
+    pages = _Pages()
     names: dict[str, list[tuple[str, str]]] = {}
     with open(folder / "records.bin", "wb") as blob:
         records = RecordWriter(blob)
@@ -236,9 +246,7 @@ def _build(index: PaperIndex, stemmer: Any, state: dict[str, Any], folder: Path)
             remap = np.zeros(len(got.vocab), dtype=np.int32)
             for word, i in got.vocab.items():
                 remap[i] = vocab.setdefault(word, len(vocab))
-            docs = [remap[np.asarray(row, dtype=np.int64)] for row in got.ids]
-            tokens.add(docs)
-            terms.add([np.unique(d) for d in docs])
+            pages.add([remap[np.asarray(row, dtype=np.int64)] for row in got.ids])
 
         def stream() -> Iterator[Paper]:
             page: list[Paper] = []
@@ -258,19 +266,19 @@ def _build(index: PaperIndex, stemmer: Any, state: dict[str, Any], folder: Path)
         columns = Columns.build(stream())
         records.close()
     (folder / "records.dict").write_bytes(records.dictionary)
-    bm25 = bm25s.BM25()
-    bm25.index(SimpleNamespace(ids=tokens, vocab=vocab), show_progress=False)
-    tokens.flat.clear()  # the token lists are in the BM25 matrix now
+    lengths = _Pages.joined(pages.lengths, np.int64)
+    indices = _Pages.joined(pages.terms, np.int32)
+    bm25 = bm25_build.build(indices, _Pages.joined(pages.counts, np.int32), lengths,
+                            _Pages.joined(pages.tokens, np.int64), vocab)
     words = [""] * len(bm25.vocab_dict)
     for word, i in bm25.vocab_dict.items():
         words[i] = word
-    indices = np.concatenate(terms.flat) if terms.flat else np.zeros(0, dtype=np.int32)
     indptr = np.zeros(len(ids) + 1, dtype=np.int64)
-    np.cumsum(np.concatenate(terms.lengths) if terms.lengths else [], out=indptr[1:])
+    np.cumsum(lengths, out=indptr[1:])
     bm25.save(str(folder / "bm25"), show_progress=False)
     np.save(folder / "offsets.npy", np.asarray(records.offsets, dtype=np.int64))
     np.save(folder / "indptr.npy", indptr)
-    np.save(folder / "indices.npy", indices.astype(np.int32))
+    np.save(folder / "indices.npy", indices)
     np.save(folder / "counts.npy", np.bincount(indices, minlength=len(words)).astype(np.int32))
     columns.save(folder)
     (folder / "vocab.json").write_text(json.dumps(words, ensure_ascii=False), encoding="utf-8")
