@@ -17,16 +17,13 @@ WINDOW = 32768  # zlib's window: the dictionary's size
 LEVEL = 6
 
 
-def _compressor(dictionary: bytes) -> zlib._Compress:
-    return zlib.compressobj(LEVEL, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, dictionary)
-
-
 class RecordWriter:
     """Appends compressed records to a file; the dictionary is the first records (held until it is full)."""
 
     def __init__(self, out: BinaryIO) -> None:
         self._out = out
         self._held: list[bytes] = []
+        self._held_bytes = 0
         self._base: zlib._Compress | None = None
         self.dictionary = b""
         self.offsets = [0]
@@ -34,7 +31,8 @@ class RecordWriter:
     def add(self, record: bytes) -> None:
         if self._base is None:
             self._held.append(record)
-            if sum(map(len, self._held)) >= WINDOW:
+            self._held_bytes += len(record)
+            if self._held_bytes >= WINDOW:
                 self._prime()
             return
         self._write(record)
@@ -45,7 +43,7 @@ class RecordWriter:
 
     def _prime(self) -> None:
         self.dictionary = b"".join(self._held)[-WINDOW:]
-        self._base = _compressor(self.dictionary)
+        self._base = zlib.compressobj(LEVEL, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, self.dictionary)
         held, self._held = self._held, []
         for record in held:
             self._write(record)

@@ -42,6 +42,11 @@ def cache_root(index: Any, kind: str = "lexicon") -> Path:
     return Path(settings.storage) / kind / settings.collection
 
 
+def sentence_file(index: Any, layout: int | None) -> SentenceFile:
+    """The sentence-vector file of a `PaperIndex`'s collection (not opened until used)."""
+    return SentenceFile(cache_root(index, "sentences") / SENTENCE_FILE, layout)
+
+
 class SentenceFile:
     """A paper's packed sentence vectors by doc_id, in one SQLite file. `layout` names how the blobs are packed: a
     file of another layout is emptied when opened (None: any layout, to delete rows). Errors are the caller's (it

@@ -30,7 +30,7 @@ from llama_index.core.schema import Document, TextNode
 from rag_bot.errors import StoreError
 from rag_bot.reading import identity
 from rag_bot.store.base import GENERATION
-from rag_bot.store.caches import SENTENCE_FILE, SentenceFile, cache_root
+from rag_bot.store.caches import sentence_file
 from rag_bot.store.chroma import one_line
 from rag_bot.store.reads import PaperReads
 from rag_bot.store.records import chunk_metadata, paper_from_record, paper_record
@@ -205,10 +205,9 @@ class PaperIndex(PaperReads):
         gone). For a Chroma server, only this machine's cache."""
         if not doc_ids:
             return
-        file = SentenceFile(cache_root(self, "sentences") / SENTENCE_FILE, layout=None)
+        file = sentence_file(self, layout=None)
         try:
-            if file.path.exists():
-                file.delete(doc_ids)
+            file.delete(doc_ids)  # no file, nothing to drop: none is made
         except (OSError, sqlite3.Error) as exc:
             log.warning("could not drop the removed papers' sentence vectors: %s", one_line(exc))
         finally:

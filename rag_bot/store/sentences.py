@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
-from rag_bot.store.caches import SENTENCE_FILE, SentenceFile, cache_root
+from rag_bot.store.caches import SentenceFile, sentence_file
 from rag_bot.store.embedding import MODEL_NAME, MiniLMEmbedding
 from rag_bot.store.index import PaperIndex
 from rag_bot.store.reads import SENTENCES_SUFFIX
@@ -97,14 +97,13 @@ def unpack(raw: bytes, rows: int) -> np.ndarray | None:
 
 def stored_count(index: PaperIndex) -> int:
     """Papers whose sentence vectors the index's file holds (0 without a file, none is made; a fault is logged)."""
-    path = cache_root(index, "sentences") / SENTENCE_FILE
-    if not path.exists():
+    file = sentence_file(index, LAYOUT)
+    if not file.path.exists():
         return 0
-    file = SentenceFile(path, LAYOUT)
     try:
         return file.count()
     except Exception as exc:  # a cache: stats go on without it
-        log.warning("the sentence-vector cache %s could not be read (%s: %s)", path, type(exc).__name__, exc)
+        log.warning("the sentence-vector cache %s could not be read (%s: %s)", file.path, type(exc).__name__, exc)
         return 0
     finally:
         file.close()
@@ -123,7 +122,7 @@ class SentenceStore:
     @property
     def file(self) -> SentenceFile:
         if self._file is None:
-            file = SentenceFile(cache_root(self.index, "sentences") / SENTENCE_FILE, LAYOUT)
+            file = sentence_file(self.index, LAYOUT)
             self._adopt(file)
             self._file = file
         return self._file
@@ -194,7 +193,7 @@ class SentenceStore:
 
 class SentenceIndex:
     """Clean sentences of papers and their unit vectors, cached by paper and text (in memory, and in the store's
-    `<name>_sentences` collection when built with `store`)."""
+    sentence-vector file when built with `store`)."""
 
     def __init__(self, embedder: MiniLMEmbedding, store: PaperIndex | None = None) -> None:
         self.embedder = embedder
