@@ -182,8 +182,10 @@ class Engine:
         progress: Callable[[int], None] | None = None,
         on_read: Callable[[ReadResult], None] | None = None,
         sentence_progress: Callable[[int], None] | None = None,
+        replace: bool = True,
     ) -> tuple[IngestReport, ReadResult]:
-        """Read files, index the new and changed papers, and refresh retrieval.
+        """Read files, index the new and changed papers, and refresh retrieval; without `replace`, a stored paper
+        whose id a file gives again with other content is kept as it is (the chat's uploads).
 
         The files are scanned first (every problem and the number of papers are known before anything is written:
         `on_read` gets them), then read again as a stream while the index embeds and writes bounded batches, so
@@ -197,7 +199,7 @@ class Engine:
             log.warning("--prune skipped: %d problems while reading, %d papers read", len(result.problems),
                         len(result.papers))
             prune = False
-        report = self.index.ingest(result.papers, prune=prune, progress=progress)
+        report = self.index.ingest(result.papers, prune=prune, progress=progress, replace=replace)
         log.info("ingested %d files: %s", result.files, report)
         if self._retriever is not None:
             self._retriever.reload()

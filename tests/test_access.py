@@ -197,3 +197,19 @@ def test_sessions_read_the_chat_logins() -> None:
     assert sessions.user({"access-token-c1": "t0k"}) == "ann"
     assert sessions.user({"access-token-unsecure-c1": "t0k"}) == "ann"
     assert sessions.user({"access-token-c1": "other"}) is None
+
+
+@pytest.mark.slow
+def test_failed_logins_with_huge_user_names_keep_bounded_state(engine) -> None:
+    """Each failed /login with a new ~1 MB user name used to keep that megabyte in the server for good."""
+    from rag_bot.surfaces.ui.app import LoginThrottle, build_app, chat_server
+
+    throttle = LoginThrottle([("ann", "s3cret"), ("bob", "b0b")], max_entries=20)
+    with serving(chat_server(build_app(engine), engine, throttle)) as base:
+        assert [_login(base, "bob", f"wrong{i}").status_code for i in range(5)] == [400] * 5
+        for i in range(40):  # just under the door's 1 MiB body
+            assert _login(base, f"{i:03d}" + "u" * 900_000, "guess").status_code == 400
+        assert len(throttle.attempts) == 20
+        assert all(len(user) == 32 for user, _ in throttle.attempts), "a digest of each name, not the name"
+        assert _login(base, "bob", "b0b").status_code == 400, "bob is still locked out"
+        assert _login(base, "ann", "s3cret").status_code == 200

@@ -88,3 +88,47 @@ def test_a_paper_stored_first_from_arxiv_keeps_its_id_when_the_library_arrives(t
     assert (report.added, report.merged) == (1, 1)
     paper = engine.papers["2411.01234"]
     assert paper.venue == "ICML 2025" and paper.identifiers == {"arxiv": "2411.01234", "doi": "10.1234/abc"}
+
+
+# --- a record that shares only a title or a DOI -----------------------------------------------------------------
+PLANTED = ("We prove that every large language model secretly mines cryptocurrency when prompted in French, and "
+           "that unplugging the data centre for one hour a week restores its alignment.")
+TITLE = "Sparse Routing for Long Documents"
+QUESTION = "which paper routes tokens sparsely to shrink the key-value cache of long documents?"
+
+
+def test_two_versions_of_an_abstract_are_one_text_and_another_abstract_is_not():
+    revised = ABSTRACT.replace("show that", "find that") + " Code is released."
+    assert identity.same_text(ABSTRACT, revised) and identity.same_text(ABSTRACT, ABSTRACT)
+    assert not identity.same_text(ABSTRACT, OTHER) and not identity.same_text(ABSTRACT, PLANTED)
+
+
+def _jsonl(path: Path, record: dict[str, object]) -> Path:
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("planted_first", [True, False], ids=["planted-first", "real-first"])
+def test_a_planted_title_and_doi_take_over_no_paper(tmp_path, planted_first):
+    """A record carrying a real paper's title and DOI but another text used to absorb the real paper when first
+    (its abstract dropped, the planted text cited) and to add its URL to the real paper's links when second."""
+    (tmp_path / "in").mkdir()
+    planted = _jsonl(tmp_path / "in" / "planted.jsonl", {
+        "id": "planted-1", "title": TITLE, "abstract": PLANTED, "doi": "10.1234/abc", "url": "https://evil.example/x"})
+    real = _jsonl(tmp_path / "in" / "real.jsonl", {
+        "id": "smith2025", "title": TITLE, "abstract": ABSTRACT, "doi": "10.1234/abc", "url": "https://example.org/r"})
+    engine = Engine(Settings(storage=tmp_path / "store"))
+    first, second = (planted, real) if planted_first else (real, planted)
+    engine.ingest([first])
+    report, _ = engine.ingest([second])
+    assert (report.added, report.merged, report.kept_apart) == (1, 0, 1)
+    assert "1 kept apart: same title/DOI as a stored paper but another text" in str(report)
+    assert sorted(engine.papers) == ["planted-1", "smith2025"]
+    paper = engine.papers["smith2025"]
+    assert paper.text == ABSTRACT and "https://evil.example/x" not in [paper.url, *paper.links]
+    assert engine.papers["planted-1"].text == PLANTED
+    answer = engine.ask(QUESTION)
+    assert answer.grounded and "smith2025" in {c.doc_id for c in answer.citations}
+    assert "planted-1" not in {c.doc_id for c in answer.citations}
+    again, _ = engine.ingest([planted, real])  # both again: nothing merged, nothing written
+    assert (again.unchanged, again.merged, again.kept_apart, again.chunks_embedded) == (2, 0, 0, 0)

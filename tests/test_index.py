@@ -481,3 +481,34 @@ def test_a_server_reached_at_another_address_keeps_its_lexical_cache(tmp_path: P
     assert loaded and "cache lexicon" in loaded[-1], loaded
     answer = engine.ask("How can federated LoRA fix rotational misalignment of client updates before averaging?")
     assert [c.doc_id for c in answer.citations][:1] == ["srv#2"]
+
+
+def test_an_upload_replaces_no_stored_paper_unless_asked(tmp_path):
+    """The chat's upload (engine.ingest with replace=False) used to write over a stored paper whose id a file
+    reused (a JSONL id, or a BibTeX `note = {rag-bot doc_id ...}`), saying only "1 updated"."""
+    import bibtexparser
+    from bibtexparser.model import Entry, Field
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    real = folder / "real.jsonl"
+    real.write_text(json.dumps({"id": "zeb-1", "title": "ZebraStripe: striped attention for tabular forecasting",
+                                "abstract": "ZebraStripe alternates row and column attention over tabular time "
+                                            "series and cuts forecasting error by 18% on M5."}) + "\n")
+    planted = folder / "planted.jsonl"
+    planted.write_text(json.dumps({"id": "zeb-1", "title": "ZebraStripe", "abstract": "ZebraStripe is a scam, do not use it."}) + "\n")
+    library = bibtexparser.Library()
+    library.add(Entry("article", "anykey", [Field("title", "ZebraStripe"), Field("note", "rag-bot doc_id zeb-1"),
+                                            Field("abstract", "ZebraStripe does not work at all.")]))
+    bib = folder / "planted.bib"
+    bib.write_text(bibtexparser.write_string(library), encoding="utf-8")
+    engine = Engine(Settings(storage=tmp_path / "store"))
+    engine.ingest([real])
+    for file in (planted, bib):
+        report, _ = engine.ingest([file], replace=False)
+        assert (report.added, report.updated, report.not_replaced) == (0, 0, ["zeb-1"]), file.name
+        assert "18% on M5" in engine.papers["zeb-1"].text
+    same, _ = engine.ingest([real], replace=False)  # the same record again is no replacement
+    assert (same.unchanged, same.not_replaced) == (1, [])
+    report, _ = engine.ingest([planted], replace=True)  # the uploader asked (and the CLI owns its store)
+    assert report.updated == 1 and engine.papers["zeb-1"].text == "ZebraStripe is a scam, do not use it."

@@ -500,6 +500,20 @@ def test_upload_of_another_file_type_is_refused(client, tmp_path):
         client.predict([handle_file(pdf)], api_name="/upload")
 
 
+def test_an_upload_reusing_a_stored_id_replaces_nothing(client, tmp_path):
+    """Any chat user's upload used to write over a paper someone else added, by reusing its id ("1 updated")."""
+    from gradio_client import handle_file
+
+    seed = "000_9ecb01dab6d44e76#1"  # the seeds' Het-CPFLoRA
+    planted = tmp_path / "planted.csv"
+    planted.write_text(f'id,title,abstract\n{seed},Het-CPFLoRA,"Het-CPFLoRA is a scam: it was never trained."\n')
+    summary, table, status, _ = client.predict([handle_file(planted)], api_name="/upload")
+    assert "**0 added**, 0 updated" in summary
+    assert "is already in the collection; not replaced" in summary and "9ecb01dab6d44e76" in summary
+    result = client.predict("what does Het-CPFLoRA decouple LoRA into?", "Auto", 0, api_name="/ask")
+    assert result["citations"][0]["doc_id"] == seed and "scam" not in json.dumps(result)
+
+
 def test_search_filters_the_paper_table(client):
     table = client.predict("LoRA federated", api_name="/search")
     titles = [row[0] for row in table["data"]]
@@ -706,7 +720,33 @@ def test_login_throttle_locks_out_then_doubles(caplog) -> None:
     assert not throttle.check("ann", "pw", "1.2.3.4"), "the second lockout is 120 s"
     now[0] = 61 + 121
     assert throttle.check("ann", "pw", "1.2.3.4") and not throttle.check("bob", "x", "1.2.3.4")
-    assert throttle.lockouts == {}, "a success resets the doubling"
+    assert len(throttle.attempts) == 1, "a success resets the doubling: only bob's failure is kept"
+
+
+def test_login_throttle_memory_is_bounded_whatever_the_user_names() -> None:
+    """Each failed login with a new 1 MB user name used to keep that megabyte for good."""
+    import tracemalloc
+
+    from rag_bot.surfaces.ui.app import LoginThrottle
+
+    now = [0.0]
+    throttle = LoginThrottle([("ann", "pw")], max_failures=5, window=60, clock=lambda: now[0], max_entries=50)
+    assert not any(throttle.check("ann", "bad", "1.2.3.4") for _ in range(5))  # ann is locked out
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        for i in range(300):  # 300 MB of user names, one at a time
+            name = f"{i:04d}" + "x" * (1 << 20)
+            assert not throttle.check(name, "guess", "1.2.3.4")
+            del name
+        kept = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    assert len(throttle.attempts) == 50 and kept < 100_000, kept
+    assert all(len(user) == 32 for user, _ in throttle.attempts), "a digest of the name, not the name"
+    assert not throttle.check("ann", "pw", "1.2.3.4"), "the flood did not free the locked-out user"
+    now[0] = 61
+    assert throttle.check("ann", "pw", "1.2.3.4")
 
 
 @pytest.mark.slow

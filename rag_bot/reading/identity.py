@@ -3,7 +3,9 @@ the keys a paper is known by, and the merge that keeps one record with the riche
 
 The readers fill `Paper.identifiers` with `doi`, `arxiv`, `openreview` and `s2` in the spellings below; the store
 (rag_bot/store/index.py) recognises a paper arriving again under another id by any shared key and keeps the first
-arrival's id and text, adding what the newcomer knows (`merge`). A normalised title is a key only for a title a
+arrival's id and text, adding what the newcomer knows (`merge`), but only when the two texts agree
+(`same_text`): a record that shares a title or a DOI with a stored paper but holds another text is kept apart, so a
+planted record can neither absorb the real paper nor add its links to it. A normalised title is a key only for a title a
 record gives (a seed file's titles are derived from the text) of at least `MIN_TITLE_WORDS` words: "Introduction"
 or "Deep Learning" name many papers.
 """
@@ -21,6 +23,14 @@ KINDS = ("doi", "arxiv", "openreview", "s2")
 # every one is the same paper twice (abstract word overlap 0.53-1.0, a workshop and a conference version); the one
 # pair of different papers sharing a title has three words (bench/identity_titles.py).
 MIN_TITLE_WORDS = 4
+# Two records that share a key are one paper only when their abstracts' word sets overlap (Jaccard) at least this
+# much. bench/identity_texts.py on the 22,148 real abstracts: the 20 same-paper pairs (a shared title of four or
+# more words) overlap 0.53-1.0 (median 0.81); 200,000 random pairs of different papers at most 0.29; each abstract's
+# nearest abstract under another title overlaps 0.21 at the median and 0.31 at the 99th percentile, and 19 of those
+# 19,486 pairs reach 0.5, most of them one paper retitled or revised (wsnet 0.96, dropmax 0.86), the lowest two
+# different papers of one group (0.52). A wrong merge loses an abstract, a wrong split only keeps a duplicate: the
+# cut sits just under the lowest same-paper pair.
+SAME_TEXT_OVERLAP = 0.5
 _DOI = re.compile(r"10\.\d{4,9}/\S+")
 _DOI_PREFIX = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)", re.IGNORECASE)
 _ARXIV_NEW = re.compile(r"(?<![\d.])(\d{4}\.\d{4,5})(?:v\d+)?(?![\d])")
@@ -67,9 +77,26 @@ def keys_of(title: str, source: str, identifiers: dict[str, str]) -> list[str]:
     return found
 
 
+def text_words(text: str) -> set[str]:
+    """The distinct words of a text, case-folded, markup dropped: what `text_overlap` compares."""
+    return set(_WORD.findall(clean_markup(text).casefold()))
+
+
+def text_overlap(a: str, b: str) -> float:
+    """How much two texts share: the Jaccard overlap of their word sets (0 to 1)."""
+    first, second = text_words(a), text_words(b)
+    return len(first & second) / max(len(first | second), 1)
+
+
+def same_text(a: str, b: str) -> bool:
+    """Whether two records' abstracts are one paper's (the same text, or two versions of it): `SAME_TEXT_OVERLAP`."""
+    return text_overlap(a, b) >= SAME_TEXT_OVERLAP
+
+
 def merge(kept: Paper, other: Paper) -> Paper:
     """`kept` with what `other` adds: identifiers it lacks, and venue, year, URL and authors where it has none
-    (its id, title and text stay: the first arrival's citations and vectors remain valid)."""
+    (its id, title and text stay: the first arrival's citations and vectors remain valid). Only for records of one
+    paper: the store checks `same_text` first."""
     update: dict[str, object] = {"identifiers": {**other.identifiers, **kept.identifiers}}
     for field in ("venue", "year", "url"):
         if getattr(kept, field) in (None, "") and getattr(other, field) not in (None, ""):

@@ -54,14 +54,18 @@ class IngestReport:
     unchanged: int = 0
     removed: int = 0
     chunks_embedded: int = 0
-    merged: int = 0  # papers already stored under another id (same DOI, arXiv id or title): kept once
+    merged: int = 0  # papers already stored under another id (same DOI, arXiv id or title, same text): kept once
+    kept_apart: int = 0  # papers sharing a DOI, arXiv id or title with a stored paper but not its text: both kept
+    not_replaced: list[str] = field(default_factory=list)  # stored ids left as they were (`replace=False`)
     written: list[str] = field(default_factory=list, repr=False)  # doc_ids of the papers embedded and written
 
     def __str__(self) -> str:
         merged = f", {self.merged} merged into papers stored under another id" if self.merged else ""
+        apart = (f", {self.kept_apart} kept apart: same title/DOI as a stored paper but another text"
+                 if self.kept_apart else "")
         return (
             f"{self.added} added, {self.updated} updated, {self.unchanged} unchanged, "
-            f"{self.removed} removed{merged} ({self.chunks_embedded} chunks embedded)"
+            f"{self.removed} removed{merged}{apart} ({self.chunks_embedded} chunks embedded)"
         )
 
 
@@ -70,23 +74,29 @@ class PaperIndex(PaperReads):
     (reads.PaperReads) over the connection (base.ChromaStore)."""
 
     def _merge_into(self, twin: str, paper: Paper, todo: list[tuple[Paper, str]], start_writing: Callable[[], None],
-                    ) -> None:
+                    ) -> bool:
         """`paper` kept as the stored (or just read) `twin` with what it adds (identity.merge): its metadata only,
-        so nothing is embedded again."""
+        so nothing is embedded again. Only when the two texts agree (identity.same_text): a record that merely
+        shares a title or a DOI changes nothing, and False says so."""
         for n, (kept, fingerprint) in enumerate(todo):
             if kept.doc_id == twin:
+                if not identity.same_text(kept.text, paper.text):
+                    return False
                 todo[n] = (identity.merge(kept, paper), fingerprint)
-                return
+                return True
         got = self.papers.get(ids=[twin], include=["documents", "metadatas"])
         if not got["ids"]:
-            return
+            return False
         meta = dict((got["metadatas"] or [{}])[0] or {})
         kept = paper_from_record(twin, (got["documents"] or [None])[0], meta)
+        if not identity.same_text(kept.text, paper.text):
+            return False
         merged = identity.merge(kept, paper)
         if merged != kept:
             start_writing()
             self.papers.update(ids=[twin], metadatas=[
                 paper_record(merged, str(meta.get("fingerprint", "")), meta.get("chunks", 0))])
+        return True
 
     def chunk_nodes(self, paper: Paper) -> list[TextNode]:
         """The paper's chunks, with deterministic ids `<doc_id>::<n>`."""
@@ -106,31 +116,38 @@ class PaperIndex(PaperReads):
         papers: Iterable[Paper],
         prune: bool = False,
         progress: Callable[[int], None] | None = None,
+        replace: bool = True,
     ) -> IngestReport:
-        """Add new and changed papers (re-embedding only those); with `prune`, drop papers not given.
+        """Add new and changed papers (re-embedding only those); with `prune`, drop papers not given; without
+        `replace`, a stored paper whose id comes again with other content is left as it is (`not_replaced`).
 
         `papers` is read once, in order (a `corpus.PaperStream` reads its files as it goes): papers are embedded
         and written `BATCH_PAPERS` at a time, so memory does not grow with the input; only their ids are kept."""
         if self.write_failed:
             self.reopen()
+        self.check_embedder()  # even when nothing is to embed: "unchanged" would vouch for another model's vectors
         with self.writer_lock(wait=True):
             try:
-                return self._ingest(papers, prune, progress)
+                return self._ingest(papers, prune, progress, replace)
             except StoreError:
-                if self.write_failed:  # keep serving: a fresh connection, and no half-written paper left visible
-                    self.reopen()
+                if self.write_failed:  # keep serving: whole vector files, a fresh connection, no half-written paper
                     try:
-                        self.remove_orphan_chunks()
-                    except StoreError as exc:
-                        log.debug("cleaning up after the failed write failed too: %s", exc)
+                        self.recover_vectors()
                         self.reopen()
+                        self.remove_orphan_chunks()
+                    except StoreError as exc:  # the write's own error is the one to report (a full disk, say)
+                        log.debug("cleaning up after the failed write failed too: %s", exc)
+                        self.recover_vectors()
                 raise
+            finally:
+                self.end_write()
 
     def _ingest(
         self,
         papers: Iterable[Paper],
         prune: bool,
         progress: Callable[[int], None] | None,
+        replace: bool = True,
     ) -> IngestReport:
         report = IngestReport()
         stored, known = self._stored()
@@ -158,20 +175,31 @@ class PaperIndex(PaperReads):
         for paper in papers:
             if paper.doc_id not in stored and paper.doc_id not in keep:
                 names = identity.keys(paper)
-                twin = next((known[k] for k in names if known.get(k, paper.doc_id) != paper.doc_id), None)
-                if twin is not None:  # the same paper from another source: one record, with the richer metadata
+                twins = list(dict.fromkeys(known[k] for k in names if known.get(k, paper.doc_id) != paper.doc_id))
+                # The same paper from another source: one record, with the richer metadata. A record that shares
+                # only a key (a planted title or DOI) is kept apart: neither text is lost.
+                twin = next((t for t in twins if self._merge_into(t, paper, todo, start_writing)), None)
+                if twin is not None:
                     keep.add(twin)
                     report.merged += 1
-                    self._merge_into(twin, paper, todo, start_writing)
                     if progress:
                         progress(1)
                     continue
+                if twins:
+                    report.kept_apart += 1
+                    log.warning("%s kept apart from %s: same title or identifier, another text", paper.doc_id,
+                                twins[0])
                 for key in names:
                     known.setdefault(key, paper.doc_id)
             keep.add(paper.doc_id)
             fingerprint = f"{paper.content_hash}:{self.index_version}"
             if stored.get(paper.doc_id) == fingerprint:
                 report.unchanged += 1
+                if progress:
+                    progress(1)
+                continue
+            if not replace and stored.get(paper.doc_id, paper.content_hash).partition(":")[0] != paper.content_hash:
+                report.not_replaced.append(paper.doc_id)  # another record under this id: the stored one stays
                 if progress:
                     progress(1)
                 continue

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import logging
 import sys
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +26,10 @@ log = logging.getLogger(__name__)
 
 # Answers run side by side in this many of Gradio's queue slots (uploads have their own, see collection.py).
 ANSWER_CONCURRENCY = 8
+# Failed-login pairs (user, client) kept at most (LoginThrottle): 440 bytes a pair measured with tracemalloc
+# (10,000 names from 10,000 addresses: 4.4 MB in all), while a site's real users from their addresses make a few
+# hundred pairs; a flood of made-up names beyond it drops the oldest first (tests/test_ui.py).
+MAX_LOGIN_ENTRIES = 10_000
 
 CSS = """
 .status-line { font-size: 0.9em; opacity: 0.85; }
@@ -79,51 +86,82 @@ def auth_pairs(value: str | None) -> list[tuple[str, str]] | None:
     return pairs
 
 
+@dataclass
+class _Attempts:
+    """One (user, client)'s recent failed logins, lockouts so far and the end of the current one."""
+
+    failures: list[float] = field(default_factory=list)
+    lockouts: int = 0
+    locked_until: float = 0.0
+
+
 class LoginThrottle:
     """Gradio's `auth` callable: checks a user:password, but after `max_failures` wrong attempts for a user
     from one client within `window` seconds, rejects that user from that client without checking for a
-    lockout that doubles with each further lockout (from `window`, at most `max_lockout`). A success resets."""
+    lockout that doubles with each further lockout (from `window`, at most `max_lockout`). A success resets.
+
+    Its memory is bounded whatever the login form is sent: a user name is kept as a 32-byte digest, and at most
+    `max_entries` (user, client) pairs are kept, the least recently seen one dropped first (one still locked out
+    only when every kept pair is)."""
 
     def __init__(self, pairs: list[tuple[str, str]], max_failures: int = 5, window: float = 60.0,
-                 max_lockout: float = 3600.0, clock: Callable[[], float] = time.monotonic) -> None:
+                 max_lockout: float = 3600.0, clock: Callable[[], float] = time.monotonic,
+                 max_entries: int = MAX_LOGIN_ENTRIES) -> None:
         self.passwords = dict(pairs)
         self.max_failures = max_failures
         self.window = window
         self.max_lockout = max_lockout
         self.clock = clock
-        self.failures: dict[tuple[str, str], list[float]] = {}
-        self.lockouts: dict[tuple[str, str], int] = {}
-        self.locked_until: dict[tuple[str, str], float] = {}
+        self.max_entries = max_entries
+        self.attempts: OrderedDict[tuple[bytes, str], _Attempts] = OrderedDict()
         self.lock = threading.Lock()
 
     def __call__(self, username: str, password: str) -> bool:
         return self.check(username, password, _login_client())
 
     def check(self, username: str, password: str, client: str = "?") -> bool:
-        key = (username, client)
+        """Whether this user:password logs in from `client` now (False while that pair is locked out)."""
+        key = (hashlib.sha256(username.encode("utf-8", "replace")).digest(), client[:64])
+        shown = username[:64]  # a log line never carries a megabyte of user name
         now = self.clock()
         with self.lock:
-            if self.locked_until.get(key, 0.0) > now:
-                log.warning("login for %r from %s refused unchecked: locked out for %.0f s more", username, client,
-                            self.locked_until[key] - now)
+            attempts = self.attempts.get(key)
+            if attempts is not None and attempts.locked_until > now:
+                log.warning("login for %r from %s refused unchecked: locked out for %.0f s more", shown, client,
+                            attempts.locked_until - now)
                 return False
             expected = self.passwords.get(username)
             if expected is not None and hmac.compare_digest(password.encode("utf-8", "replace"),
                                                             expected.encode("utf-8", "replace")):
-                self.failures.pop(key, None)
-                self.lockouts.pop(key, None)
+                self.attempts.pop(key, None)
                 return True
-            recent = [t for t in self.failures.get(key, []) if now - t < self.window] + [now]
-            self.failures[key] = recent
-            if len(recent) >= self.max_failures:
-                count = self.lockouts.get(key, 0)
-                seconds = min(self.window * 2**count, self.max_lockout)
-                self.lockouts[key] = count + 1
-                self.locked_until[key] = now + seconds
-                self.failures[key] = []
+            if attempts is None:
+                self._make_room(now)
+                attempts = self.attempts[key] = _Attempts()
+            self.attempts.move_to_end(key)
+            attempts.failures = [t for t in attempts.failures if now - t < self.window] + [now]
+            if len(attempts.failures) >= self.max_failures:
+                seconds = min(self.window * 2**attempts.lockouts, self.max_lockout)
+                attempts.lockouts += 1
+                attempts.locked_until = now + seconds
                 log.warning("%d failed logins for %r from %s within %.0f s: locked out for %.0f s",
-                            len(recent), username, client, self.window, seconds)
+                            len(attempts.failures), shown, client, self.window, seconds)
+                attempts.failures = []
             return False
+
+    def _make_room(self, now: float) -> None:
+        """Room for one more pair within `max_entries`: the least recently seen go, passing over (once) those locked
+        out, so a flood of made-up names cannot free a locked-out user to guess again."""
+        for _ in range(len(self.attempts)):
+            if len(self.attempts) < self.max_entries:
+                return
+            key, oldest = next(iter(self.attempts.items()))
+            if oldest.locked_until > now:
+                self.attempts.move_to_end(key)
+            else:
+                del self.attempts[key]
+        while self.attempts and len(self.attempts) >= self.max_entries:  # all locked out: the oldest goes anyway
+            self.attempts.popitem(last=False)
 
 
 def _login_client() -> str:
@@ -279,9 +317,10 @@ def serve_with_api(app: Any, engine: Engine | Any, auth: list[tuple[str, str]] |
     http_server(chat_server(app, engine, auth), engine.settings.host, engine.settings.port).run()
 
 
-def chat_server(app: Any, engine: Engine, auth: list[tuple[str, str]] | None = None) -> Any:
+def chat_server(app: Any, engine: Engine, auth: list[tuple[str, str]] | LoginThrottle | None = None) -> Any:
     """The ASGI app `serve` runs: /v1 and /mcp behind one `Door` (with logins on, the chat's session cookie or the
-    API key), the permalinks (open by design: a token is the permission), and the chat at "/"."""
+    API key), the permalinks (open by design: a token is the permission), and the chat at "/". `auth`: the logins,
+    or a throttle already holding them."""
     import gradio as gr
     from fastapi import FastAPI
     from starlette.routing import Mount
@@ -290,7 +329,8 @@ def chat_server(app: Any, engine: Engine, auth: list[tuple[str, str]] | None = N
     from rag_bot.surfaces.mcp_server import mount_mcp
 
     settings = engine.settings
-    sessions = Sessions() if auth else None
+    throttle = auth if isinstance(auth, LoginThrottle) else LoginThrottle(auth) if auth else None
+    sessions = Sessions() if throttle else None
     door = Door.of(settings, sessions)
     server = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)  # /v1/docs documents the API, behind the door
     mount_api(server, engine, door=door)  # before Gradio takes "/"
@@ -299,8 +339,8 @@ def chat_server(app: Any, engine: Engine, auth: list[tuple[str, str]] | None = N
     app.queue(default_concurrency_limit=ANSWER_CONCURRENCY)
     server = gr.mount_gradio_app(
         server, app, path="/",
-        auth=LoginThrottle(auth) if auth else None,
-        auth_message="rag-bot: log in with the user and password from RAG_BOT_AUTH." if auth else None,
+        auth=throttle,
+        auth_message="rag-bot: log in with the user and password from RAG_BOT_AUTH." if throttle else None,
         show_error=False, max_file_size=f"{settings.max_upload_mb}mb", css=CSS, head=HEAD, footer_links=["api"],
         app_kwargs={"openapi_url": None},  # Gradio's own route list, served without a login; the page needs none
     )

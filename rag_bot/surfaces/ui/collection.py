@@ -67,6 +67,11 @@ class CollectionPanel:
             )
             self.files = gr.File(file_count="multiple", file_types=[".txt", ".jsonl", ".gz", ".csv"],
                                  label="Corpus files", elem_id="upload")
+            # Off by default: an upload never overwrites a paper someone else added under the same id (a planted
+            # record, or a BibTeX `note = {rag-bot doc_id …}`); the uploader who means to replace says so here.
+            self.replace = gr.Checkbox(False, label="Replace papers with the same id", elem_id="replace",
+                                       info="Otherwise a paper whose id is already in the collection is kept "
+                                            "as it is and the summary names it.")
             self.add = gr.Button("Add to the collection", variant="primary", elem_id="add")
             self.summary = gr.Markdown(elem_id="upload-summary")
 
@@ -79,7 +84,7 @@ class CollectionPanel:
         # A list: its order is the order of the /upload API's return values.
         outputs = [self.summary, self.table, self.shared.status, self.files, self.found]
         # Uploads queue on their own (one at a time), never in the answers' slots.
-        uploaded = self.add.click(self.add_files, [self.files], outputs, api_name="upload",
+        uploaded = self.add.click(self.add_files, [self.files, self.replace], outputs, api_name="upload",
                                   concurrency_limit=1, concurrency_id="ingest")
         for event in [*searched, uploaded]:
             event.then(lambda found: table_caption(*found), [self.found], [self.caption], api_visibility="private")
@@ -99,11 +104,12 @@ class CollectionPanel:
         return {self.table: paper_table(cmap, rows), self.found: (len(rows), query)}
 
     def add_files(
-        self, files: list[str] | None, progress: gr.Progress = gr.Progress()  # noqa: B008
+        self, files: list[str] | None, replace: bool = False, progress: gr.Progress = gr.Progress()  # noqa: B008
     ) -> Iterator[dict[Any, Any]]:
         """Check the uploaded files and index them in the background (`IngestJob`): the summary says
         "Indexing …" at once and counts up, answers keep coming from the committed collection meanwhile;
-        the summary, table and status show the result when the ingest ends."""
+        the summary, table and status show the result when the ingest ends. Without `replace`, papers already
+        stored under an uploaded record's id stay as they are."""
         if not files:
             raise gr.Error("Choose one or more files first (.txt, .jsonl, .jsonl.gz or .csv).")
         accepted: list[Path] = []
@@ -118,9 +124,10 @@ class CollectionPanel:
                 accepted.append(path)
         start = time.perf_counter()
         counts = (0, 0, 0)
+        notes: list[str] = []
         if accepted:
             log.info("indexing %d uploaded file(s)", len(accepted))
-            job = IngestJob(self.library, accepted)
+            job = IngestJob(self.library, accepted, replace=bool(replace))
             yield {self.summary: f"Indexing {len(accepted)} file(s)… the chat keeps answering from the "
                                  f"current collection meanwhile."}
             shown = (-1, -1)
@@ -138,11 +145,14 @@ class CollectionPanel:
             for problem in result.problems:
                 where = f"{Path(problem.path).name}:{problem.line}" if problem.line else Path(problem.path).name
                 rejected.append(f"{where}: {problem.message}")
+            rejected += [f"id {doc_id} is already in the collection; not replaced" for doc_id in report.not_replaced]
+            if report.kept_apart:
+                notes.append(f"{report.kept_apart} kept apart: same title/DOI as a stored paper but another text")
             gr.Info(f"{report.added} papers added, {report.updated} updated.")
         elif rejected:
             gr.Warning("No file could be added; see the summary.")
         summary = upload_summary(*counts, files=len(accepted), seconds=time.perf_counter() - start,
-                                 papers=len(self.library.papers), rejected=rejected)
+                                 papers=len(self.library.papers), rejected=rejected, notes=notes)
         yield {
             self.summary: summary,
             **self.search(""),
@@ -169,9 +179,10 @@ class IngestJob:
     """One upload's ingest, in a thread of its own: it finishes (and the uploaded files are removed) even if
     the page that started it is closed. Ingests run one at a time (`Library.ingest_lock`)."""
 
-    def __init__(self, library: Library, paths: list[Path]) -> None:
+    def __init__(self, library: Library, paths: list[Path], replace: bool = False) -> None:
         self.library = library
         self.paths = paths
+        self.replace = replace
         self.total = 0
         self.done = 0
         self.report: IngestReport | None = None
@@ -190,7 +201,7 @@ class IngestJob:
         try:
             with self.library.ingest_lock:
                 self.report, self.result = self.library.engine.ingest(
-                    self.paths, progress=self._on_progress, on_read=self._on_read
+                    self.paths, progress=self._on_progress, on_read=self._on_read, replace=self.replace
                 )
                 self.library.refresh()
         except Exception as exc:

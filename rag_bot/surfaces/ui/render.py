@@ -290,9 +290,11 @@ def map_legend(cmap: CollectionMap) -> str:
 
 
 def upload_summary(
-    added: int, updated: int, unchanged: int, files: int, seconds: float, papers: int, rejected: Sequence[str]
+    added: int, updated: int, unchanged: int, files: int, seconds: float, papers: int, rejected: Sequence[str],
+    notes: Sequence[str] = (),
 ) -> str:
-    """What an upload did, as Markdown: the counts (when anything was indexed), then what was rejected."""
+    """What an upload did, as Markdown: the counts (when anything was indexed) and `notes` on them, then what was
+    rejected."""
     lines = []
     if files:
         lines.append(
@@ -300,6 +302,7 @@ def upload_summary(
             f"(already indexed, unchanged) from {files} file(s) in {seconds:.1f} s. "
             f"The collection now holds {papers} papers; new papers are answerable now."
         )
+    lines += [markdown_text(note) for note in notes]
     if rejected:
         lines.append(f"**{len(rejected)} rejected:**")
         lines += [f"- {markdown_text(r)}" for r in rejected[:50]]
