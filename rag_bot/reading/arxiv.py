@@ -9,7 +9,7 @@ from typing import Any
 from xml.etree import ElementTree
 
 from rag_bot.reading import identity
-from rag_bot.reading.fields import add_entry, plain, year
+from rag_bot.reading.fields import add_entry, as_list, plain, year
 from rag_bot.reading.files import ReadResult
 from rag_bot.reading.records import DEFAULT_MAX_ABSTRACT_CHARS
 from rag_bot.types import Problem
@@ -35,7 +35,7 @@ def _authors(record: dict[str, Any]) -> list[str]:
 def from_arxiv_record(record: dict[str, Any]) -> dict[str, object]:
     """An OAI snapshot record as a corpus record (year: the first version's, else the last update's)."""
     arxiv = identity.arxiv_id(record.get("id")) or plain(record.get("id"))
-    versions = record.get("versions") or []
+    versions = as_list(record.get("versions"))
     first = versions[0].get("created") if versions and isinstance(versions[0], dict) else None
     return {
         "id": arxiv,

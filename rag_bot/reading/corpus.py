@@ -60,12 +60,15 @@ def read_file(
         if fmt == "csv":
             return read_csv_file(path, max_chars)
         if fmt != "unknown":  # reference-manager and paper-site formats (rag_bot/reading/formats/)
-            from rag_bot.reading.formats import read_reference_file
+            from rag_bot.reading.formats import is_json, read_reference_file
 
             result = ReadResult()
             text = _read_text(path, result)
             if text is None:
                 return result
+            if fmt == "json" and _suffix(path) == ".txt" and not is_json(text):
+                # A seed file whose first abstract starts with "[1]" or "[Background]" looks like JSON to `sniff`.
+                return read_seed_file(path, max_chars, doc_prefix, source)
             got = read_reference_file(path, fmt, text, max_chars)
             got.problems[:0] = result.problems
             return got
@@ -176,7 +179,8 @@ def _read(paths: Iterable[Path], max_chars: int, keep: bool) -> ReadResult:
             result.problems.append(item)
             continue
         path, prefix, source = item
-        one = ReadResult(files=1 if _suffix(path) in SUFFIXES or file_format(path) != "unknown" else 0)
+        known = _suffix(path) in SUFFIXES or file_format(path) != "unknown"
+        one = ReadResult(files=1 if known and _file_problem(path) is None else 0)  # a FIFO is no file read
         for got in iter_file(path, max_chars, prefix, source):
             if isinstance(got, Problem):
                 if got.message.startswith("cannot read ("):
@@ -196,6 +200,17 @@ def _read(paths: Iterable[Path], max_chars: int, keep: bool) -> ReadResult:
     for problem in result.problems:
         log.debug("input problem: %s", problem)
     return result
+
+
+def seed_files(paths: Iterable[Path], max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> Iterator[tuple[Path, list[Paper]]]:
+    """The seed files the paths name, each with its papers: a seed paper's id comes from its file's name, so an
+    ingest can tell which stored papers a file of the same name, read before, would see replaced."""
+    for item in _plan(paths):
+        if isinstance(item, Problem) or _suffix(item[0]) != ".txt":
+            continue
+        path, prefix, source = item
+        papers = read_file(path, max_chars, prefix, source).papers  # a .txt may hold BibTeX or JSON: their own ids
+        yield path, [p for p in papers if p.doc_id.startswith(f"{prefix or path.stem}#")]
 
 
 def read_paths(paths: Iterable[Path], max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> ReadResult:

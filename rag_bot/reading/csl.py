@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from rag_bot.reading.fields import as_list, identifiers_with_note, note_id, person, plain, year
 from rag_bot.reading.fields import doi as fields_doi
-from rag_bot.reading.fields import identifiers_with_note, note_id, person, plain, year
 
 _FIELDS = ("issued", "container-title", "DOI", "URL", "citation-key")
 
@@ -28,7 +28,7 @@ def _name(author: dict[str, Any]) -> str:
 
 def from_csl(item: dict[str, Any]) -> dict[str, object]:
     """A CSL-JSON item as a corpus record."""
-    authors = [_name(a) if isinstance(a, dict) else person(str(a)) for a in item.get("author") or []]
+    authors = [_name(a) if isinstance(a, dict) else person(plain(a)) for a in as_list(item.get("author"))]
     issued = item.get("issued") or {}
     doi = fields_doi(item.get("DOI"))
     return {

@@ -33,6 +33,16 @@ def plain(value: Any, markup: str = "") -> str:
     return text
 
 
+def as_dict(value: Any) -> dict[str, Any]:
+    """A field that should hold an object: it, or {} when it holds anything else (a site's odd record)."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    """A field that should hold a list: it, [] when empty or missing, or the one value it holds otherwise."""
+    return value if isinstance(value, list) else [] if value in (None, "", {}) else [value]
+
+
 def doi(value: Any, markup: str = "") -> str:
     """A field's DOI in its one spelling (lower case, no resolver), or ""."""
     from rag_bot.reading import identity

@@ -236,10 +236,14 @@ def _read_text(path: Path, result: ReadResult) -> str | None:
     return SURROGATES.sub("\ufffd", text)
 
 
-def _clean(value: str) -> str:
+def clean_text(value: str) -> str:
     """Text without lone surrogates (shown as U+FFFD), terminal escape sequences, and control characters other than
-    tab and newline (NUL, DEL, C0 and C1 codes): none belongs in an abstract, and some act on the reader's terminal."""
+    tab and newline (NUL, DEL, C0 and C1 codes): none belongs in an abstract, and some act on the reader's terminal
+    (the CLI prints an LLM's answer through it too)."""
     return CONTROL.sub("", ANSI_ESCAPE.sub("", SURROGATES.sub("\ufffd", value)))
+
+
+_clean = clean_text  # the readers' name for it
 
 
 def _replace_surrogates(value: object) -> object:

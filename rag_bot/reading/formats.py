@@ -26,13 +26,53 @@ from rag_bot.reading.ris import read_ris
 from rag_bot.reading.semantic_scholar import from_s2_paper, is_s2_paper
 from rag_bot.types import Problem
 
-__all__ = ["from_known_shape", "read_reference_file", "sniff"]
+__all__ = ["MAX_JSON_DEPTH", "from_known_shape", "is_json", "load_json", "read_reference_file", "sniff"]
+
+# The deepest shape a known site exports is 6 levels (an OpenReview v2 answer: the answer, its notes, a note, its
+# content, a field, a list of values); each of the 22,148 real records of ../shared/data is 2 (a list in a record). A
+# document deeper than 32 is refused whole: every step that walks a record (cleaning, comparing) then stays far
+# below Python's recursion limit (1,000 frames), which a document of a few thousand `[` would reach.
+MAX_JSON_DEPTH = 32
 
 _SHAPES = ((is_arxiv_record, from_arxiv_record), (is_openreview_note, from_openreview_note),
            (is_s2_paper, from_s2_paper), (is_csl, from_csl))
 _BIBTEX = re.compile(r"^\s*(?:%[^\n]*\n\s*)*@[A-Za-z]+\s*[{(]")
 _RIS = re.compile(r"^(?:\d+\.?[ \t]*\r?\n)?\s*TY  - ")  # rispy numbers its records ("1.")
 _LISTS = ("notes", "data", "items", "papers", "results")  # where APIs put the list of records
+
+
+def _depth(value: object) -> int:
+    """How deeply a JSON value nests (a string is 0, `[]` is 1), counted without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is not None:
+            deepest = max(deepest, level)
+            stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def load_json(text: str) -> Any:
+    """`json.loads`, with a document nested deeper than `MAX_JSON_DEPTH` refused: `json.JSONDecodeError` for bad
+    JSON, `ValueError` ("nested deeper than ...") for a document too deep."""
+    too_deep = ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels; skipped")
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise too_deep from None
+    if _depth(value) > MAX_JSON_DEPTH:
+        raise too_deep
+    return value
+
+
+def is_json(text: str) -> bool:
+    """Whether a text is one JSON document (a `.txt` starting with `[` may be a seed file's abstract)."""
+    try:
+        json.loads(text.lstrip("\ufeff"))
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def from_known_shape(record: dict[str, Any]) -> dict[str, Any]:
@@ -73,9 +113,12 @@ def read_json(path: Path, text: str, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS
     `notes`, `data`, `items`, `papers` or `results`, or one record."""
     result = ReadResult(files=1)
     try:
-        doc = json.loads(text.lstrip("\ufeff"))
+        doc = load_json(text.lstrip("\ufeff"))
     except json.JSONDecodeError as exc:
         result.problems.append(Problem(path=str(path), line=exc.lineno, message=f"bad JSON ({exc.msg})"))
+        return result
+    except ValueError as exc:  # nested too deeply
+        result.problems.append(Problem(path=str(path), message=str(exc)))
         return result
     if isinstance(doc, dict):
         doc = next((doc[k] for k in _LISTS if isinstance(doc.get(k), list)), [doc])

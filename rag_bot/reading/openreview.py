@@ -20,14 +20,24 @@ def _value(content: dict[str, Any], key: str) -> Any:
     return value.get("value") if isinstance(value, dict) else value
 
 
+def _stamp_year(stamp: Any) -> str | None:
+    """The year of a date in milliseconds since 1970, as digits; a date no calendar holds (1e30, NaN) is given back
+    as text, which the record checks report as not a year (the paper is kept without one)."""
+    if not isinstance(stamp, (int, float)):
+        return None
+    try:
+        return str(dt.datetime.fromtimestamp(stamp / 1000, dt.UTC).year)
+    except (OverflowError, ValueError, OSError):
+        return f"date {stamp!r} ms"
+
+
 def from_openreview_note(note: dict[str, Any]) -> dict[str, object]:
     """A note as a corpus record: its forum id, and a year from its venue or its publication date."""
     content = note["content"]
     forum = plain(note.get("forum") or note.get("id"))
     venue = plain(_value(content, "venue")) or None
     stamp = note.get("pdate") or note.get("odate") or note.get("cdate") or note.get("tcdate")
-    when = year(venue) or (str(dt.datetime.fromtimestamp(stamp / 1000, dt.UTC).year)
-                           if isinstance(stamp, (int, float)) else None)
+    when = year(venue) or _stamp_year(stamp)
     authors = _value(content, "authors") or []
     return {
         "id": forum,

@@ -6,13 +6,40 @@ Records without an abstract are reported by position and title.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from rag_bot.reading.fields import add_entry, identifiers_with_note, note_id, person, plain, year
 from rag_bot.reading.fields import doi as fields_doi
-from rag_bot.reading.files import ReadResult
+from rag_bot.reading.files import ReadResult, _lines
 from rag_bot.reading.records import DEFAULT_MAX_ABSTRACT_CHARS
 from rag_bot.types import Problem
+
+_TAG = re.compile(r"^([A-Z][A-Z0-9])  -")  # a RIS line's tag, as rispy matches it
+
+
+def _closed(path: Path, text: str, result: ReadResult) -> str:
+    """The text with an `ER` line added where a record lacks one: before the next record's `TY` (reported: rispy
+    reads a `TY` inside an open record as a field of it, so the next record would be lost), and at the end (rispy
+    drops an unended last record)."""
+    out: list[str] = []
+    opened = 0  # line of the open record's TY (0: none open)
+    records = 0
+    for lineno, line in enumerate(_lines(text), start=1):
+        tag = match.group(1) if (match := _TAG.match(line)) else None
+        if tag == "TY":
+            if opened:
+                out.append("ER  - ")
+                result.problems.append(Problem(path=str(path), line=opened, message=(
+                    f"record {records}: no 'ER  - ' line before the next record (line {lineno}); read as ending there")))
+            records += 1
+            opened = lineno
+        elif tag == "ER":
+            opened = 0
+        out.append(line)
+    if opened:  # the file's end ends the last record: nothing follows it to lose, so nothing to report
+        out.append("ER  - ")
+    return "\n".join(out) + "\n"
 
 
 def read_ris(path: Path, text: str, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> ReadResult:
@@ -22,7 +49,7 @@ def read_ris(path: Path, text: str, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS)
     result = ReadResult(files=1)
     seen: set[str] = set()
     try:
-        entries = rispy.loads(text.lstrip("\ufeff"))
+        entries = rispy.loads(_closed(path, text.lstrip("\ufeff"), result))
     except Exception as exc:  # rispy raises bare errors on a malformed file
         result.problems.append(Problem(path=str(path), message=f"not a RIS file this reader can parse ({exc})"))
         return result

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from rag_bot.reading.fields import as_dict, as_list, plain, year
 from rag_bot.reading.fields import doi as fields_doi
-from rag_bot.reading.fields import plain, year
 
 
 def is_s2_paper(record: dict[str, Any]) -> bool:
@@ -15,15 +15,15 @@ def is_s2_paper(record: dict[str, Any]) -> bool:
 
 def from_s2_paper(paper: dict[str, Any]) -> dict[str, object]:
     """A Graph API paper as a corpus record (its DOI, arXiv id and Semantic Scholar id kept)."""
-    external = paper.get("externalIds") or {}
-    venue = paper.get("venue") or (paper.get("publicationVenue") or {}).get("name")
+    external = as_dict(paper.get("externalIds"))
+    venue = paper.get("venue") or as_dict(paper.get("publicationVenue")).get("name")
     doi = fields_doi(external.get("DOI"))
     s2 = plain(paper.get("paperId")) or (f"CorpusId:{external['CorpusId']}" if external.get("CorpusId") else "")
     return {
         "id": s2 or doi,
         "title": plain(paper.get("title"), "html"),
         "abstract": plain(paper.get("abstract"), "html"),
-        "authors": [plain(a.get("name") if isinstance(a, dict) else a) for a in paper.get("authors") or []],
+        "authors": [plain(a.get("name") if isinstance(a, dict) else a) for a in as_list(paper.get("authors"))],
         "venue": plain(venue) or None,
         "year": year(paper.get("year") or paper.get("publicationDate")),
         "url": plain(paper.get("url")) or (f"https://www.semanticscholar.org/paper/{s2}" if s2 else None),

@@ -51,10 +51,15 @@ def _iter_jsonl(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> Iter
         if not line.strip():
             continue
         records += 1
+        from rag_bot.reading.formats import from_known_shape, load_json  # arXiv's, S2's, OpenReview's lines
+
         try:
-            record = json.loads(line)
+            record = load_json(line)
         except json.JSONDecodeError as exc:
             yield Problem(path=str(path), line=lineno, message=f"bad JSON ({exc.msg})")
+            continue
+        except ValueError as exc:  # nested too deeply
+            yield Problem(path=str(path), line=lineno, message=str(exc))
             continue
         if not isinstance(record, dict):
             yield Problem(path=str(path), line=lineno, message="not a JSON object")
@@ -64,8 +69,6 @@ def _iter_jsonl(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> Iter
             one.problems.append(Problem(
                 path=str(path), line=lineno, message="invalid character (lone surrogate escape) shown as \ufffd"
             ))
-        from rag_bot.reading.formats import from_known_shape  # arXiv's snapshot, Semantic Scholar, OpenReview lines
-
         shaped = from_known_shape(record)
         cleaned = cast("dict[str, object]", clean_value(shaped))
         if cleaned != _replace_surrogates(shaped):

@@ -9,6 +9,7 @@ import sys
 from typing import Any, TextIO
 
 from rag_bot.errors import EmptyQuestionError, NoIndexError, StoreError
+from rag_bot.reading.files import ANSI_ESCAPE, clean_text
 from rag_bot.settings import Settings
 from rag_bot.surfaces.cli_common import (
     BadFlag,
@@ -131,24 +132,65 @@ def _references(engine: Any, answer: Any, fmt: str) -> str:
     return export(cited_papers([answer], engine.papers), fmt)  # type: ignore[arg-type]
 
 
+# An escape sequence split across two pieces of a streamed answer is held back until it ends, at most this many
+# characters: a colour code is under 20, a window title as long as a line; a longer "sequence" is shown cleaned.
+MAX_HELD_ESCAPE = 256
+
+
+class TerminalText:
+    """Pieces of streamed text as the terminal may show them (`clean_text`: no escape sequence or control
+    character), an escape sequence split across pieces held back until its end so that none of it is shown."""
+
+    def __init__(self) -> None:
+        self._held = ""
+
+    def feed(self, piece: str) -> str:
+        """The part of the text so far that can be shown now."""
+        text = self._held + piece
+        start = max(text.rfind("\x1b"), text.rfind("\x9b"))
+        if start >= 0 and len(text) - start <= MAX_HELD_ESCAPE and not _ended(text[start:]):
+            text, self._held = text[:start], text[start:]
+        else:
+            self._held = ""
+        return clean_text(text)
+
+    def close(self) -> str:
+        """What is still held, cleaned (the stream ended inside an escape sequence)."""
+        text, self._held = self._held, ""
+        return clean_text(text)
+
+
+def _ended(tail: str) -> bool:
+    """Whether the escape sequence `tail` starts with is complete: a CSI one (`ESC [`) needs its final byte, an OSC
+    one (`ESC ]`) its BEL or ST."""
+    match = ANSI_ESCAPE.match(tail)
+    if match is None:
+        return False
+    if tail.startswith("\x1b]"):
+        return match.group().endswith(("\x07", "\x1b\\"))
+    return not tail.startswith("\x1b[") or match.end() > 2  # else only `ESC [` matched, as a two-character escape
+
+
 def _stream_answer(engine: Any, question: str, mode: str | None, out: TextIO, filters: Any = None) -> Any:
     """Print the answer's text as it is written, then its sources; returns the final `Answer`."""
     from rag_bot.types import Answer
 
     shown: list[str] = []
     answer: Any = None
+    terminal = TerminalText()
     for event in engine.stream(question, mode=mode, filters=filters):
         if isinstance(event, Answer):
             answer = event
         else:
             shown.append(event)
-            out.write(event)
+            out.write(terminal.feed(event))
             out.flush()
+    out.write(terminal.close())
     text = "".join(shown).strip()
     if text != answer.answer:
         # The model failed mid-answer and the offline composer answered instead: the checked answer is what counts.
         out.write("\n\n---\n" if text else "")
-        out.write(answer.answer)
+        out.write(clean_text(answer.answer))
     out.write("\n")
     _print_sources(answer, out)
     out.flush()

@@ -4,21 +4,26 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import Any, TextIO
 
 
 def _print_answer(answer: Any, out: TextIO) -> None:
-    out.write(answer.answer + "\n")
+    from rag_bot.reading.files import clean_text
+
+    out.write(clean_text(answer.answer) + "\n")  # a model's (or an import's) terminal escapes never reach the terminal
     _print_sources(answer, out)
 
 
 def _print_sources(answer: Any, out: TextIO) -> None:
+    from rag_bot.reading.files import clean_text
+
     if answer.citations:
         out.write("\nSources:\n")
         for c in answer.citations:
-            out.write(f"[{c.n}] {c.title} ({c.doc_id}, {c.source})\n    “{c.quote}”\n")
+            out.write(clean_text(f"[{c.n}] {c.title} ({c.doc_id}, {c.source})\n    “{c.quote}”") + "\n")
 
 
 def _fail(message: str, code: int = 1) -> int:
@@ -33,7 +38,9 @@ def _unreadable(path: Path, typed: str) -> str | None:
     try:
         if path.is_dir():
             os.listdir(path)
-        else:
+        elif stat.S_ISREG(path.stat().st_mode):
+            # Only a regular file is opened here: opening a FIFO waits for a writer (the command would hang); the
+            # reader reports any other kind as "not a regular file; skipped".
             with open(path, "rb"):
                 pass
     except OSError as exc:

@@ -61,6 +61,8 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
         nonlocal bar
         for problem in result.problems:
             print(f"warning: {problem}", file=sys.stderr)
+        for line in _replaced_by_name(engine, paths, settings.max_abstract_chars):
+            print(f"warning: {line}", file=sys.stderr)
         bar = tqdm(total=len(result.papers), unit="paper", desc="Indexing", disable=args.quiet, file=sys.stderr)
 
     sentences: Any = None
@@ -86,6 +88,24 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
         return 1
     _prepare(engine)
     return 0
+
+
+def _replaced_by_name(engine: Any, paths: list[Path], max_chars: int) -> list[str]:
+    """One line per seed file whose papers replace stored papers of another file of the same name: a seed paper's
+    id is `<file stem>#<n>`, so `a/papers.txt` ingested after `b/papers.txt` takes its papers' ids. Said when none
+    of the stored papers of those ids holds the same text (a file edited in place replaces some, not all)."""
+    from rag_bot.reading.corpus import seed_files
+
+    lines = []
+    for path, papers in seed_files(paths, max_chars):
+        stored = {p.doc_id: p for p in engine.index.papers_by_id([p.doc_id for p in papers])}
+        ours = [p for p in papers if p.doc_id in stored and stored[p.doc_id].source == p.source]
+        if ours and all(stored[p.doc_id].text != p.text for p in ours):
+            ids = ", ".join(p.doc_id for p in ours[:5]) + (", ..." if len(ours) > 5 else "")
+            lines.append(f"{path}: replaces {len(ours)} stored papers from an earlier file also named "
+                         f"{ours[0].source} ({ids}): a text file's papers are named by its file name; to keep both, "
+                         f"rename one file or ingest both in one command")
+    return lines
 
 
 def _prepare(engine: Any) -> None:

@@ -15,6 +15,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
+from rag_bot.reading.files import clean_text
 from rag_bot.sanitize import plain_safe, safe_url
 from rag_bot.text import clean_markup
 from rag_bot.types import Answer, Paper
@@ -165,7 +166,16 @@ def export(papers: Sequence[Paper], fmt: Format) -> str:
 
 
 def _plain(paper: Paper) -> Paper:
+    """The paper's written fields under the plain rules, without terminal escapes or control characters (an
+    imported paper, or a file name, may hold them: an export is shown in terminals and editors); the one-line
+    fields on one line (a line break in a venue would start a RIS field of its own)."""
+    def line(value: str) -> str:
+        return " ".join(clean_text(value).split())
+
     return paper.model_copy(update={
-        "title": plain_safe(paper.title), "text": plain_safe(paper.text),
-        "authors": [plain_safe(a) for a in paper.authors], "venue": plain_safe(paper.venue) if paper.venue else None,
+        "doc_id": line(paper.doc_id), "source": line(paper.source),
+        "title": plain_safe(line(paper.title)), "text": plain_safe(clean_text(paper.text)),
+        "authors": [plain_safe(line(a)) for a in paper.authors],
+        "venue": plain_safe(line(paper.venue)) if paper.venue else None,
+        "identifiers": {kind: line(value) for kind, value in paper.identifiers.items()},
     })
