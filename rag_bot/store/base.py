@@ -5,6 +5,8 @@ of which model and which ingest last wrote it. `PaperReads` (reads.py) and `Pape
 from __future__ import annotations
 
 import logging
+import os
+import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -24,6 +26,7 @@ from rag_bot.store.chroma import (
 )
 from rag_bot.store.embedders import embedder_name, make_embedder
 from rag_bot.store.embedding import DIMENSIONS, MODEL_NAME, MiniLMEmbedding
+from rag_bot.store.segments import SavedVectors, damage, segment_folders
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +40,37 @@ EMBEDDER = "rag_bot_embedder"  # the model the collection's vectors were made by
 
 
 TOTALS = ("rag_bot_papers", "rag_bot_chunks")
+
+
+# What an import replaces is saved in rag-bot-import-<pid>-<random>.backup.jsonl.gz (rag_bot/store/portable.py):
+# one whose process is gone (killed) is deleted by the next import or open.
+BACKUP_GLOB = "rag-bot-import-*.backup.jsonl.gz"
+
+
+def backup_folder(settings: Settings) -> Path:
+    """Where an import's backup goes: the store folder (a folder store), else the temporary folder."""
+    return Path(settings.storage) if not settings.chroma_url else Path(tempfile.gettempdir())
+
+
+def remove_stale_backups(settings: Settings) -> list[Path]:
+    """Delete the backups of imports whose process is gone (killed); returns them."""
+    gone = []
+    for path in backup_folder(settings).glob(BACKUP_GLOB):
+        pid = path.name.split("-")[3]
+        if pid.isdigit() and not _alive(int(pid)):
+            path.unlink(missing_ok=True)
+            gone.append(path)
+    return gone
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 _READ_BATCH = 2000
@@ -54,6 +88,11 @@ class ChromaStore:
         self.index_version = f"{embedder_name(settings)}/{settings.max_tokens}/{settings.chunk_size}/" \
             f"{settings.chunk_overlap}/v2" \
             + ("-mean" if settings.paper_vector == "mean" else "")
+        # A folder store's vector files are copied aside before a write and put back if it damages them
+        # (rag_bot/store/segments.py); `repaired` says what an open put back.
+        self.saved = None if settings.chroma_url else SavedVectors(Path(settings.storage))
+        self._saving = False
+        self.repaired = self._repair_vectors()
         self._open()
         try:
             self.count()
@@ -158,10 +197,81 @@ class ChromaStore:
         """Record a new generation in the papers collection's metadata (with the totals when finished) and the
         model that writes; a write by another model than the collection's is refused first."""
         self.check_embedder()
+        if generation.startswith("writing-"):
+            self.begin_write()
         meta: dict[str, Any] = {GENERATION: generation, EMBEDDER: embedder_name(self.settings)}
         if totals:
             meta |= dict(zip(TOTALS, (self.count(), self.chunk_count())))
         self.papers.modify(metadata=meta)
+
+    def _repair_vectors(self) -> list[str]:
+        """Put back vector files a failed or killed write damaged, from the copy saved before it, when no
+        ingest is running; one line per collection repaired. StoreError when one is damaged beyond that."""
+        if self.saved is None or not Path(self.settings.storage).is_dir():
+            return []
+        with self.writer_lock(wait=False) as held:
+            if not held or self.settings.chroma_url:
+                return []  # another process writes (its own failure handling restores), or a read-only store
+            try:
+                remove_stale_backups(self.settings)
+                restored, left = self.saved.restore_damaged()
+                if not restored and not left:
+                    self.saved.discard()  # a copy a killed ingest left, of files that are whole
+            except OSError as exc:
+                raise store_error(self.settings, "open", exc) from exc
+        if left:
+            raise StoreError(f"the vector index of {'; '.join(left)} in the folder {self.settings.storage} is "
+                             f"damaged and no copy saved before the write can be put back; run `rag-bot ingest "
+                             f"--rebuild` to rebuild it from the sources")
+        if restored:
+            forget_client(self.settings)  # this process's Chroma must read the files put back
+        lines = [f"put back the vector index of {what} from the copy saved before the last write; Chroma replays "
+                 f"what was written since" for what in restored]
+        for line in lines:
+            log.warning("%s", line)
+        return lines
+
+    def begin_write(self) -> None:
+        """Before a write's first change: copy the vector files aside (once per write). StoreError, with
+        nothing written, when the copy cannot be made."""
+        if self.saved is None or self._saving:
+            return
+        try:
+            self.saved.save()
+        except OSError as exc:
+            raise store_error(self.settings, "write", exc) from exc
+        self._saving = True
+
+    def after_write_call(self) -> None:
+        """After each write call that succeeded: copy again what Chroma has rewritten whole since the copy."""
+        if self.saved is not None and self._saving:
+            try:
+                self.saved.refresh()
+            except OSError as exc:  # that collection's copy stays the older one, which is never put back
+                log.debug("could not refresh the saved vectors: %s", exc)
+
+    def recover_vectors(self) -> None:
+        """After a failed write: put back the vector files it damaged (under the caller's ingest lock)."""
+        if self.saved is None or not self._saving:
+            return
+        forget_client(self.settings)
+        try:
+            restored, left = self.saved.restore_damaged()
+        except OSError as exc:
+            log.warning("could not put back the damaged vector files: %s", exc)
+            return
+        for what in restored:
+            log.warning("put back the vector index of %s from the copy saved before this ingest", what)
+        for what in left:
+            log.warning("the vector index of %s is damaged and no copy can be put back", what)
+
+    def end_write(self) -> None:
+        """A write is over: its copy goes, unless vector files are still damaged (the next open puts them back)."""
+        if self.saved is None or not self._saving:
+            return
+        self._saving = False
+        if not any(damage(folder) for folder in segment_folders(Path(self.settings.storage))):
+            self.saved.discard()
 
     @contextmanager
     def writer_lock(self, wait: bool = True) -> Iterator[bool]:

@@ -108,6 +108,14 @@ def store_error(settings: Settings, action: str, exc: BaseException) -> StoreErr
     where = store_label(settings)
     if settings.chroma_url and isinstance(exc, httpx.TransportError):
         return _unreachable(settings, exc, action)
+    if not settings.chroma_url and not_writable(exc) and _read_only_mount(settings.storage):
+        # Chroma 1.5.9 writes to its file when it opens a store (measured: PersistentClient on a read-only mount
+        # fails with "attempt to write a readonly database"), so even `stats` needs a writable mount; no chmod helps.
+        return StoreError(
+            f"the store in the {where} is on a read-only file system ({cause}); Chroma writes to its file even to "
+            f"read it, so remount it read-write (or copy the folder to a writable place and set RAG_BOT_STORAGE to "
+            f"the copy), then try again; the store needs no rebuild"
+        )
     if not settings.chroma_url and not_writable(exc):
         # Rebuilding would fail the same way (and set a healthy store aside): the fix is the permissions.
         return StoreError(
@@ -125,6 +133,9 @@ def store_error(settings: Settings, action: str, exc: BaseException) -> StoreErr
             f"the store could not be written: {cause} [{where}]; the index as it was before this ingest is kept; "
             f"run the same ingest again to finish it"
         )
+    if not settings.chroma_url and (_disk_full(exc, cause, reading=True) or _nearly_full(settings.storage)):
+        return StoreError(f"the disk holding the store in the {where} is full ({cause}); free some space, then try "
+                          f"again; the store needs no rebuild")
     if "too many sql variables" in cause.lower():  # the request, not the store: nothing to repair
         return StoreError(f"the store in the {where} refused a request as too large ({cause}); the store is fine "
                           f"and needs no repair; narrow the filter and try again")
@@ -134,13 +145,35 @@ def store_error(settings: Settings, action: str, exc: BaseException) -> StoreErr
     return StoreError(f"the store in the {where} could not be {verb}: {cause}; {RECOVERY}")
 
 
-def _disk_full(exc: BaseException, cause: str) -> bool:
+def _disk_full(exc: BaseException, cause: str, reading: bool = False) -> bool:
     # ENOSPC / EDQUOT / EFBIG from the OS; SQLITE_FULL, or the disk I/O error sqlite reports when a write past
-    # a full disk (or a file-size limit) fails.
+    # a full disk (or a file-size limit) fails (a read's I/O error may be damage: not taken as a full disk).
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
         return True
-    return any(mark in cause.lower() for mark in ("no space left", "disk is full", "disk i/o error", "file too large",
-                                                   "quota"))
+    marks = ("no space left", "disk is full", "quota") + (() if reading else ("disk i/o error", "file too large"))
+    return any(mark in cause.lower() for mark in marks)
+
+
+# Chroma applies its log when a store is opened or read, so on a full disk reads fail with causes that do not say
+# so ("Failed to apply logs to the metadata segment"). The failed reads of the tmpfs runs behind
+# tests/test_disk_full.py left 0.2 to 1.4 MB free, and one ingest batch of 256 papers writes about 1.5 MB: below
+# 4 MiB free, a failed read is taken as the full disk it most likely is.
+_NEARLY_FULL = 4 << 20
+
+
+def _nearly_full(storage: Path) -> bool:
+    try:
+        stat = os.statvfs(storage)
+    except OSError:
+        return False
+    return stat.f_bavail * stat.f_frsize < _NEARLY_FULL
+
+
+def _read_only_mount(storage: Path) -> bool:
+    try:
+        return bool(os.statvfs(storage).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 @contextmanager
@@ -189,13 +222,16 @@ class GuardedCollection:
         index = self._index
 
         def guarded(*args: Any, **kwargs: Any) -> Any:
+            write = attr in _WRITES
             try:
-                return value(*args, **kwargs)
+                result = value(*args, **kwargs)
             except STORE_FAULTS as exc:
                 log.debug("Chroma %s.%s failed", self.name, attr, exc_info=True)
-                write = attr in _WRITES
                 if write:
                     index.write_failed = True
                 raise store_error(index.settings, "write" if write else "read", exc) from exc
+            if write:
+                index.after_write_call()
+            return result
 
         return guarded

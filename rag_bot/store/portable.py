@@ -9,7 +9,9 @@ An import checks the whole file first, in one streaming pass, and writes nothing
 manifest, every record's fields and vector dimension, every paper's metadata read back exactly as a question reads
 it, every chunk's paper in the file and every paper's chunks. Then it writes all or nothing: what it will replace
 (records with the same ids, and the chunks of the papers it replaces) is saved to a temporary file first, and a
-failure part-way puts the store back as it was."""
+failure part-way puts the store back as it was. The backup is named by the importing process (`base.BACKUP_GLOB`), in the
+store folder for a folder store (the temporary folder for a server's): one a killed import left is deleted by the
+next import or open."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from rag_bot.errors import StoreError
+from rag_bot.store.base import backup_folder, remove_stale_backups
 from rag_bot.store.chroma import one_line, store_label
 from rag_bot.store.index import PaperIndex
 from rag_bot.store.portable_check import FORMAT, KINDS, VERSION, Plan, _lines, check_file
@@ -83,7 +86,8 @@ class _Backup:
     streamed to a temporary gzip file before anything is written, so a failure can put them back."""
 
     def __init__(self, index: PaperIndex, plan: Plan) -> None:
-        fd, name = tempfile.mkstemp(prefix="rag-bot-import-", suffix=".backup.jsonl.gz")
+        fd, name = tempfile.mkstemp(prefix=f"rag-bot-import-{os.getpid()}-", suffix=".backup.jsonl.gz",
+                                    dir=backup_folder(index.settings))
         os.close(fd)
         self.path = Path(name)
         self.chunks: set[str] = set()
@@ -124,6 +128,12 @@ class _Backup:
     def discard(self) -> None:
         """Delete the temporary file."""
         self.path.unlink(missing_ok=True)
+
+    def keep(self) -> None:
+        """Rename the file out of base.BACKUP_GLOB, so no later command deletes it (the user needs it)."""
+        kept = self.path.with_name(self.path.name.replace("rag-bot-import-", "rag-bot-import-kept-", 1))
+        os.rename(self.path, kept)
+        self.path = kept
 
 
 def _upsert(index: PaperIndex, kind: str, records: Iterable[dict[str, Any]],
@@ -200,40 +210,52 @@ def import_collection(index: PaperIndex, path: Path, progress: Callable[[int], N
     if index.write_failed:
         index.reopen()
     with index.writer_lock(wait=True):  # an ingest's or a reader's orphan cleaning must not take our chunks
+        remove_stale_backups(index.settings)
         try:
             backup = _Backup(index, plan)
         except OSError as exc:
-            raise StoreError(f"cannot save what the import replaces to a temporary file ({_cause(exc)}); nothing "
-                             f"was written: free some space in {tempfile.gettempdir()} (or set TMPDIR) and import "
-                             f"again") from exc
-        stale = backup.chunks - plan.chunks
-        started: list[bool] = []
+            where = "set TMPDIR" if index.settings.chroma_url else "its disk is the store's"
+            raise StoreError(f"cannot save what the import replaces ({_cause(exc)}); nothing was written: free some "
+                             f"space in {backup_folder(index.settings)} ({where}) and import again") from exc
         try:
-            _write(index, path, plan, stale, progress, started)
-        except BaseException as exc:
-            log.debug("import failed; restoring the store", exc_info=True)
-            where = store_label(index.settings)
-            if not started:  # not even the first write went through (a read-only store, say)
-                backup.discard()
-                if not isinstance(exc, Exception):
-                    raise
-                raise StoreError(f"importing {path} failed before anything was written ({_cause(exc)}) [{where}]; "
-                                 f"the store is unchanged; fix the cause and import again") from exc
-            try:
-                _restore(index, plan, backup)
-            except BaseException as again:
-                log.debug("restoring the store failed", exc_info=True)
-                raise StoreError(
-                    f"importing {path} failed part-way ({_cause(exc)}) and the store could not be put back as it "
-                    f"was ({_cause(again)}) [{where}]; what the import replaced is saved in {backup.path}; once the "
-                    f"cause is fixed, import the file again (it replaces the same records) and run `rag-bot doctor`"
-                ) from exc
+            return _write_or_restore(index, path, plan, backup, progress)
+        finally:
+            index.end_write()
+
+
+def _write_or_restore(index: PaperIndex, path: Path, plan: Plan, backup: _Backup,
+                      progress: Callable[[int], None] | None) -> dict[str, int]:
+    """The import's writes, and on a failure the store put back as it was (see import_collection)."""
+    stale = backup.chunks - plan.chunks
+    started: list[bool] = []
+    try:
+        _write(index, path, plan, stale, progress, started)
+    except BaseException as exc:
+        log.debug("import failed; restoring the store", exc_info=True)
+        where = store_label(index.settings)
+        if not started:  # not even the first write went through (a read-only store, say)
             backup.discard()
             if not isinstance(exc, Exception):
-                raise  # an interrupt: the store is as it was, and the CLI says to run it again
-            raise StoreError(f"importing {path} failed part-way ({_cause(exc)}) [{where}]; the store was put back as "
-                             f"it was before the import; fix the cause and import again") from exc
+                raise
+            raise StoreError(f"importing {path} failed before anything was written ({_cause(exc)}) [{where}]; "
+                             f"the store is unchanged; fix the cause and import again") from exc
+        try:
+            index.recover_vectors()  # vector files the failed write damaged come back first
+            _restore(index, plan, backup)
+        except BaseException as again:
+            log.debug("restoring the store failed", exc_info=True)
+            backup.keep()
+            raise StoreError(
+                f"importing {path} failed part-way ({_cause(exc)}) and the store could not be put back as it "
+                f"was ({_cause(again)}) [{where}]; what the import replaced is saved in {backup.path}; once the "
+                f"cause is fixed, import the file again (it replaces the same records) and run `rag-bot doctor`"
+            ) from exc
         backup.discard()
+        if not isinstance(exc, Exception):
+            raise  # an interrupt: the store is as it was, and the CLI says to run it again
+        raise StoreError(f"importing {path} failed part-way ({_cause(exc)}) [{where}]; the store was put back as "
+                         f"it was before the import; fix the cause and import again") from exc
+    backup.discard()
     replaced = len(backup.papers & plan.papers)
     log.info("imported %d papers (%d replaced) and %d chunks; %d old chunks removed", len(plan.papers), replaced,
              len(plan.chunks), len(stale))

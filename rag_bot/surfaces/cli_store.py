@@ -262,6 +262,8 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
     except StoreError as exc:
         print(f"problem: {exc}")
         return 1
+    for line in index.repaired:  # vector files a failed write damaged, put back when the store opened
+        print(f"repaired: {line}")
     print(f"papers: {health.papers}, chunks: {health.chunks}, embedding: {index.index_version}")
     problems = []
     if health.orphan_chunks:
