@@ -84,7 +84,8 @@ def serving(app: Any, make: Callable[[Any, str, int], Any] | None = None) -> Ite
 @contextmanager
 def json_stand_in(respond: Callable[[dict], tuple[int, Any]]) -> Iterator[str]:
     """A stand-in for a remote model API: a real HTTP server on loopback whose every POST of a JSON body is answered
-    with `respond(body) -> (status, JSON payload)`; yields its base URL ("http://127.0.0.1:PORT")."""
+    with `respond(body) -> (status, JSON payload)` (a `bytes` payload is sent as it is, as HTML: a proxy's error
+    page); yields its base URL ("http://127.0.0.1:PORT")."""
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     class Handler(BaseHTTPRequestHandler):
@@ -93,10 +94,10 @@ def json_stand_in(respond: Callable[[dict], tuple[int, Any]]) -> Iterator[str]:
 
         def do_POST(self) -> None:  # noqa: N802
             status, payload = respond(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            raw = json.dumps(payload).encode()
+            raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
             try:
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", "text/html" if isinstance(payload, bytes) else "application/json")
                 self.send_header("Content-Length", str(len(raw)))
                 self.end_headers()
                 self.wfile.write(raw)
@@ -113,6 +114,30 @@ def json_stand_in(respond: Callable[[dict], tuple[int, Any]]) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture(scope="module")
+def few_papers(tmp_path_factory) -> Path:
+    """A JSONL file of three short papers (a slow model embeds them in a second)."""
+    path = tmp_path_factory.mktemp("few") / "few.jsonl"
+    rows = [{"title": "Sparse attention for long contexts", "abstract": "We hash keys to skip most attention work."},
+            {"title": "Steering with sparse autoencoders", "abstract": "Features found by an autoencoder steer a "
+             "language model away from harmful answers."},
+            {"title": "Cheaper serving of language models", "abstract": "Batching and caching halve the cost."}]
+    path.write_text("".join(json.dumps({"id": f"few-{n}"} | r) + "\n" for n, r in enumerate(rows)), encoding="utf-8")
+    return path
+
+
+def run_cli(storage: Path, *args: str, **env: str) -> Any:
+    """The real `rag-bot` console script run as a user runs it, on `storage`, with the given RAG_BOT_ variables (and
+    none from this process's environment); returns the finished `subprocess.CompletedProcess`."""
+    import subprocess
+    import sys
+
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_BOT_", "OPENAI_"))}
+    clean |= {"RAG_BOT_STORAGE": str(storage), "GRADIO_ANALYTICS_ENABLED": "False"} | env
+    return subprocess.run([str(Path(sys.executable).parent / "rag-bot"), *args], capture_output=True, text=True,
+                          timeout=300, env=clean, cwd=storage.parent, stdin=subprocess.DEVNULL)
 
 
 def paper_with(engine, fragment: str) -> str:

@@ -18,7 +18,7 @@ from rag_bot.evaluation.evaluate import DEFAULT_SET, load_questions
 from rag_bot.settings import Settings
 from rag_bot.store.embedding import MiniLMEmbedding, model_files
 from rag_bot.store.local_embedding import FolderEmbedding
-from tests.conftest import SEEDS
+from tests.conftest import SEEDS, run_cli
 
 
 def sentence_transformers_folder() -> Path:
@@ -88,3 +88,133 @@ def test_a_folder_of_another_architecture_says_what_to_do(tmp_path):
     (folder / "config.json").write_text(json.dumps(config | {"model_type": "t5"}))
     with pytest.raises(StoreError, match="this reader runs BERT encoders .* export others to ONNX"):
         FolderEmbedding(folder)
+
+
+def _scale_tensor(folder: Path, name: str, factor: float) -> None:
+    """Rewrite one tensor of a folder's model.safetensors in place, scaled (same dtype and size: offsets hold)."""
+    path = folder / "model.safetensors"
+    raw = bytearray(path.read_bytes())
+    size = int.from_bytes(raw[:8], "little")
+    info = json.loads(raw[8:8 + size])[name]
+    start, end = (8 + size + offset for offset in info["data_offsets"])
+    raw[start:end] = (np.frombuffer(bytes(raw[start:end]), dtype="<f4") * factor).astype("<f4").tobytes()
+    path.write_bytes(bytes(raw))
+
+
+@pytest.fixture(scope="module")
+def same_named_folders(tmp_path_factory) -> tuple[Path, Path]:
+    """Two real model folders both named `minilm`: the MiniLM, and the MiniLM with one attention matrix scaled."""
+    root = tmp_path_factory.mktemp("same-name")
+    first, second = root / "one" / "minilm", root / "two" / "minilm"
+    for folder in (first, second):
+        shutil.copytree(sentence_transformers_folder(), folder)
+    _scale_tensor(second, "encoder.layer.0.attention.self.query.weight", 1.5)
+    return first, second
+
+
+def test_two_model_folders_of_one_name_never_mix_their_vectors(same_named_folders, few_papers, tmp_path):
+    """The store records a model folder by its weights, not its name: another folder of the same name is refused
+    (ingest and question alike, one line naming both), `doctor` reports it, and the same folder moved elsewhere
+    is still the store's."""
+    first, second = same_named_folders
+    assert not np.allclose(FolderEmbedding(first).embed(["sparse attention"]),
+                           FolderEmbedding(second).embed(["sparse attention"]), atol=1e-3)
+    storage = tmp_path / "store"
+    Engine(Settings(storage=storage, embed_path=first)).ingest([few_papers])
+    both = f"embedded with the model folder {first} .*RAG_BOT_EMBED_PATH={second} is another model of the same name"
+    for use in (lambda e: e.ingest([few_papers]), lambda e: e.ask("How is attention made sparse?")):
+        with pytest.raises(StoreError, match=both) as caught:
+            use(Engine(Settings(storage=storage, embed_path=second)))
+        assert "\n" not in str(caught.value) and "--reembed" in str(caught.value)
+    doctor = run_cli(storage, "doctor", RAG_BOT_EMBED_PATH=str(second))
+    assert doctor.returncode == 1 and "healthy" not in doctor.stdout
+    assert f"problem: the collection 'abstracts' was embedded with the model folder {first}" in doctor.stdout
+    ingest = run_cli(storage, "ingest", str(few_papers), RAG_BOT_EMBED_PATH=str(second))
+    assert ingest.returncode == 1 and "another model of the same name" in ingest.stderr
+    assert "unexpected" not in ingest.stderr and "Traceback" not in ingest.stderr
+    doctor = run_cli(storage, "doctor", RAG_BOT_EMBED_PATH=str(first))
+    assert doctor.returncode == 0 and f"model folder: {first} (weights sha256 " in doctor.stdout
+    moved = tmp_path / "elsewhere" / "minilm"
+    shutil.copytree(first, moved)
+    report, _ = Engine(Settings(storage=storage, embed_path=moved)).ingest([few_papers])
+    assert report.added == 0 and Engine(Settings(storage=storage, embed_path=moved)).index.count() == 3
+
+
+def test_a_model_folder_changed_in_place_is_named_and_an_older_store_still_serves(same_named_folders, few_papers,
+                                                                                 tmp_path):
+    """Weights edited in the folder the store was embedded with are refused as a change of that folder; a store
+    written before folders were recorded (its name only) keeps answering, and `doctor` says it cannot verify it."""
+    first, _ = same_named_folders
+    folder = tmp_path / "models" / "minilm"
+    shutil.copytree(first, folder)
+    storage = tmp_path / "store"
+    engine = Engine(Settings(storage=storage, embed_path=folder))
+    engine.ingest([few_papers])
+    _scale_tensor(folder, "encoder.layer.0.attention.self.query.weight", 1.5)
+    with pytest.raises(StoreError, match=f"the model folder {folder} has changed since the collection 'abstracts' was "
+                                         "embedded with it"):
+        Engine(Settings(storage=storage, embed_path=folder)).ingest([few_papers])
+    # As an older rag-bot left it: the model's name only.
+    engine.index.papers.modify(metadata={"rag_bot_embedder": "local:minilm"})
+    older = Engine(Settings(storage=storage, embed_path=folder))
+    assert older.ask("How is attention made sparse?").citations
+    doctor = run_cli(storage, "doctor", RAG_BOT_EMBED_PATH=str(folder))
+    assert doctor.returncode == 0 and "model folder: recorded by its name only" in doctor.stdout
+    assert "cannot be verified" in doctor.stdout
+
+
+def _truncated(folder: Path) -> Path:
+    path = folder / "model.safetensors"
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    return folder
+
+
+def _header_cut(folder: Path) -> Path:
+    path = folder / "model.safetensors"
+    path.write_bytes(path.read_bytes()[:300])
+    return folder
+
+
+def _config_not_json(folder: Path) -> Path:
+    (folder / "config.json").write_text("{\"model_type\": \"bert\",", encoding="utf-8")
+    return folder
+
+
+def _config_without_layers(folder: Path) -> Path:
+    config = json.loads((folder / "config.json").read_text())
+    config.pop("num_hidden_layers")
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    return folder
+
+
+def _more_layers_than_weights(folder: Path) -> Path:
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps(config | {"num_hidden_layers": 12}), encoding="utf-8")
+    return folder
+
+
+def _onnx_not_a_model(folder: Path) -> Path:
+    (folder / "model.onnx").write_bytes(b"not a protobuf" * 100)
+    return folder
+
+
+@pytest.mark.parametrize(("damage", "message"), [
+    (_truncated, "model.safetensors: not a whole safetensors file .*truncated"),
+    (_header_cut, "model.safetensors: not a whole safetensors file"),
+    (_config_not_json, "config.json cannot be read"),
+    (_config_without_layers, "its weights do not fit its config.json .no 'num_hidden_layers'"),
+    (_more_layers_than_weights, "its weights do not fit its config.json .no 'encoder.layer.6"),
+    (_onnx_not_a_model, "model.onnx cannot be loaded by onnxruntime"),
+])
+def test_a_damaged_model_folder_is_one_line_and_nothing_is_written(tmp_path, damage, message):
+    """A model folder with a damaged file stops `rag-bot ingest` with one line naming the file (never "unexpected
+    error"), and nothing is written."""
+    folder = tmp_path / "models" / "minilm"
+    shutil.copytree(sentence_transformers_folder(), folder)
+    damage(folder)
+    with pytest.raises(StoreError, match=message) as caught:
+        Engine(Settings(storage=tmp_path / "empty", embed_path=folder)).ingest([SEEDS])
+    assert "\n" not in str(caught.value)
+    done = run_cli(tmp_path / "empty", "ingest", str(SEEDS), RAG_BOT_EMBED_PATH=str(folder))
+    assert done.returncode == 1 and "unexpected" not in done.stderr and str(folder) in done.stderr
+    assert Engine(Settings(storage=tmp_path / "empty", embed_path=folder)).index.count() == 0

@@ -18,7 +18,7 @@ from rag_bot.engine import Engine
 from rag_bot.errors import StoreError
 from rag_bot.evaluation.evaluate import DEFAULT_SET, load_questions
 from rag_bot.settings import Settings
-from tests.conftest import SEEDS, json_stand_in
+from tests.conftest import SEEDS, json_stand_in, run_cli
 
 
 class StandIn:
@@ -165,3 +165,64 @@ def test_a_shorter_vector_size_is_asked_and_recorded(stand_in, tmp_path):
     # The same model at its full size is another model for the store.
     with pytest.raises(StoreError, match="was embedded with api:minilm-stand-in@128"):
         Engine(remote(tmp_path, url)).ask("What does CorrSteer gain on HarmBench?")
+
+
+def _data(vectors: list, **change: object) -> dict:
+    """An OpenAI-shaped embeddings reply of these vectors, the first item's fields changed (None: removed)."""
+    data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
+    data[0] = {k: v for k, v in (data[0] | change).items() if v is not None}
+    return {"object": "list", "data": data, "model": "m", "usage": {"prompt_tokens": 0, "total_tokens": 0}}
+
+
+# Replies out of shape, as a misconfigured proxy or a broken server sends them; each with what the line says.
+ODD_REPLIES = {
+    "html page": (lambda v: b"<html><body>Welcome to nginx!</body></html>", "answered in a shape this reader"),
+    "NaN values": (lambda v: _data(v, embedding=[float("nan")] * len(v[0])), "infinite or NaN"),
+    "nested vectors": (lambda v: _data([[row] for row in v]), "not a flat list of numbers"),
+    "missing index": (lambda v: _data(v, index=None), "`index` fields are not 0 to"),
+    "wrong count": (lambda v: _data(v[:-1] or v + v), r"returned \d+ vectors for \d+ texts"),
+    "wrong dimension": (lambda v: _data([row[:100] for row in v]), "100-dimensional vectors, but the store.s are 384"),
+}
+
+
+@pytest.mark.parametrize("reply", sorted(ODD_REPLIES))
+def test_an_embeddings_server_answering_out_of_shape_is_one_line_and_nothing_is_written(
+        stand_in, remote_store, few_papers, tmp_path, reply):
+    import shutil
+
+    state, good = stand_in
+    shape, message = ODD_REPLIES[reply]
+
+    def respond(body: dict) -> tuple[int, object]:
+        return 200, shape(state.model.embed(body["input"]).tolist())
+
+    storage = tmp_path / "store"
+    shutil.copytree(remote_store, storage)
+    with json_stand_in(respond) as base:
+        url = base.replace("http://", "http://embedder:s3cret@") + "/v1"
+        for use in (lambda e: e.ingest([few_papers]), lambda e: e.ask("a question nobody asked before about sheep")):
+            with pytest.raises(StoreError, match=message) as caught:
+                use(Engine(remote(storage, url)))
+            line = str(caught.value)
+            assert "\n" not in line and "the embeddings server at http://***@127.0.0.1" in line and "s3cret" not in line
+    assert Engine(remote(storage, good)).index.count() == 38
+
+
+def test_the_embeddings_servers_credentials_never_reach_the_screen(stand_in, remote_store, few_papers, tmp_path):
+    """`rag-bot stats`, `doctor`, and an ingest against a server that is down or answers an HTML page: the password
+    in RAG_BOT_EMBED_URL is masked everywhere, and each failure is one line."""
+    state, good = stand_in
+    secret = {"RAG_BOT_EMBED_MODEL": "minilm-stand-in", "RAG_BOT_LLM_RETRIES": "0"}
+    for command in (["stats"], ["doctor"]):
+        done = run_cli(remote_store, *command, RAG_BOT_EMBED_URL=good.replace("http://", "http://u:s3cret@"), **secret)
+        assert done.returncode == 0 and "s3cret" not in done.stdout + done.stderr
+    down = run_cli(tmp_path / "store", "ingest", str(few_papers), RAG_BOT_EMBED_URL="http://u:s3cret@127.0.0.1:9/v1",
+                   **secret)
+    assert down.returncode == 1 and "the embeddings server at http://***@127.0.0.1:9/v1" in down.stderr
+    with json_stand_in(lambda body: (200, b"<html>Welcome to nginx!</html>")) as base:
+        page = run_cli(tmp_path / "store", "ingest", str(few_papers),
+                       RAG_BOT_EMBED_URL=base.replace("http://", "http://u:s3cret@") + "/v1", **secret)
+    assert page.returncode == 1 and "answered in a shape this reader does not know" in page.stderr
+    for done in (down, page):
+        assert "s3cret" not in done.stdout + done.stderr and "unexpected" not in done.stderr
+    assert Engine(remote(tmp_path / "store", good)).index.count() == 0

@@ -17,7 +17,7 @@ from rag_bot.retrieval.rerank import DOCUMENT_CHARS
 from rag_bot.settings import Settings
 from rag_bot.store.embedding import MiniLMEmbedding
 from rag_bot.text import clean_markup
-from tests.conftest import json_stand_in
+from tests.conftest import json_stand_in, run_cli
 
 
 class Scorer:
@@ -129,3 +129,52 @@ def test_with_an_llm_the_reranker_comes_first_and_the_judge_last(scorer_url, llm
     before = len(scorer.bodies)
     answer = engine.ask(QUESTION)
     assert answer.grounded and len(scorer.bodies) == before + 1 and calls[:1] == ["judge"]
+
+
+def _rows(count: int, **change: object) -> list[dict]:
+    """A Cohere-shaped reply's rows for `count` documents, with the first row's fields changed (None: removed)."""
+    rows: list[dict] = [{"index": i, "relevance_score": 1.0 - i / 100} for i in range(count)]
+    rows[0] = {k: v for k, v in (rows[0] | change).items() if v is not None}
+    return rows
+
+
+# Replies out of shape, as a broken or hostile reranker sends them: each must leave the retrieval order.
+BAD_REPLIES = {
+    "html page": lambda n: b"<html><body>502 Bad Gateway</body></html>",
+    "huge index": lambda n: {"results": _rows(n, index=10**30)},
+    "infinite index": lambda n: b'{"results": [{"index": 1e400, "relevance_score": 1}]}',
+    "negative index": lambda n: {"results": _rows(n, index=-1)},
+    "missing index": lambda n: {"results": _rows(n, index=None)},
+    "index as text": lambda n: {"results": _rows(n, index="0")},
+    "score as text": lambda n: {"results": _rows(n, relevance_score="high")},
+    "score NaN": lambda n: {"results": _rows(n, relevance_score=float("nan"))},
+    "rows not objects": lambda n: {"results": [[i, 0.5] for i in range(n)]},
+    "results not a list": lambda n: {"results": {"index": 0}},
+    "nested past the parser": lambda n: b"[" * 100_000 + b"]" * 100_000,
+}
+
+
+@pytest.mark.parametrize("reply", sorted(BAD_REPLIES))
+def test_a_reranker_answering_out_of_shape_never_fails_the_question(seed_storage, reply, caplog):
+    """The question is answered in the retrieval order, and the log says once what the reranker did wrong, naming
+    it with its credentials masked."""
+    def respond(body: dict) -> tuple[int, object]:
+        return 200, BAD_REPLIES[reply](len(body.get("documents") or body.get("texts") or []))
+
+    plain = Engine(Settings(storage=seed_storage))
+    with json_stand_in(respond) as base:
+        url = base.replace("http://", "http://ranker:s3cret@") + "/v1/rerank"
+        with caplog.at_level(logging.WARNING, logger="rag_bot.retrieval.rerank"):
+            answer = Engine(Settings(storage=seed_storage, rerank_url=url)).ask(QUESTION)
+    assert answer.answer == plain.ask(QUESTION).answer
+    warnings = [r.getMessage() for r in caplog.records if r.name == "rag_bot.retrieval.rerank"]
+    assert len(warnings) == 1 and "retrieval order" in warnings[0]
+    assert "http://***@127.0.0.1" in warnings[0] and "s3cret" not in warnings[0]
+
+
+def test_the_rerankers_credentials_never_reach_the_screen(seed_storage, tmp_path):
+    """A reranker that cannot be reached is named in the warning of a real `rag-bot ask`, its password masked."""
+    done = run_cli(seed_storage, "ask", QUESTION, RAG_BOT_RERANK_URL="http://ranker:s3cret@127.0.0.1:9/v1/rerank")
+    assert done.returncode == 0 and "Sources:" in done.stdout
+    assert "the reranker at http://***@127.0.0.1:9/v1/rerank cannot be reached" in done.stderr
+    assert "s3cret" not in done.stdout + done.stderr

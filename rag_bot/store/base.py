@@ -26,6 +26,7 @@ from rag_bot.store.chroma import (
 )
 from rag_bot.store.embedders import embedder_name, make_embedder
 from rag_bot.store.embedding import DIMENSIONS, MODEL_NAME, MiniLMEmbedding
+from rag_bot.store.local_embedding import folder_mismatch, weights_digest
 from rag_bot.store.segments import SavedVectors, damage, segment_folders
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,9 @@ GENERATION = "rag_bot_generation"
 
 
 EMBEDDER = "rag_bot_embedder"  # the model the collection's vectors were made by
+# A model folder's vectors are also recorded by the folder's path and the sha256 of its weights (weights_digest in
+# rag_bot/store/local_embedding.py): the name alone let two folders of one name mix their vectors (issue 35).
+EMBEDDER_FOLDER, EMBEDDER_WEIGHTS = "rag_bot_embedder_folder", "rag_bot_embedder_weights"
 
 
 TOTALS = ("rag_bot_papers", "rag_bot_chunks")
@@ -139,34 +143,63 @@ class ChromaStore:
         """The embedding model, loaded on first use (opening the store for stats needs none)."""
         if self._embedder is None:
             self.check_embedder()
-            self._embedder = make_embedder(self.settings)
+            self._embedder = make_embedder(self.settings, self._stored_dimension())
         return self._embedder
+
+    def _stored_dimension(self) -> int | None:
+        """The size of the collection's vectors, for a served model only (a server can change the model behind its
+        URL, and its first reply tells the size); None when empty. One vector tells: Chroma fixes the size."""
+        if not self.settings.embed_url or self.count() == 0:
+            return None
+        got = self.papers.get(include=["embeddings"], limit=1)["embeddings"]
+        return len(got[0]) if got is not None and len(got) else None
 
     def dimensions(self) -> int:
         """The size of the vectors the chosen model makes (the shipped model's without loading it)."""
         return DIMENSIONS if embedder_name(self.settings) == MODEL_NAME else int(self.embedder.dimensions)
 
-    def stored_embedder(self) -> str | None:
-        """The model the collection's vectors were made by (recorded by every finished write; a store from before
-        the record holds the shipped model's), None when it is empty."""
-        if self.count() == 0:
-            return None
+    def model_record(self) -> dict[str, Any]:
+        """The collection's metadata: the model its vectors were made by (a store from before the record holds
+        the shipped model's), and for a model folder its path and weights (absent in a store from before those)."""
         try:
-            meta = self.client.get_collection(self.papers.name).metadata or {}
+            return dict(self.client.get_collection(self.papers.name).metadata or {})
         except Exception as exc:
             raise store_error(self.settings, "read", exc) from exc
-        return str(meta.get(EMBEDDER) or MODEL_NAME)
+
+    def embedder_mismatch(self) -> str | None:
+        """Why the settings' model must not embed for this collection (another model, or another model folder of
+        the same name), as one line with the fix; None when it may, or the collection is empty."""
+        if self.count() == 0:
+            return None
+        meta = self.model_record()
+        stored, chosen = str(meta.get(EMBEDDER) or MODEL_NAME), embedder_name(self.settings)
+        if stored != chosen:
+            return (f"the collection {self.settings.collection!r} was embedded with {stored}, but the settings choose "
+                    f"{chosen}: move it to the new model with `rag-bot ingest --reembed`, set the embedding settings "
+                    f"back (RAG_BOT_EMBED_URL, RAG_BOT_EMBED_MODEL, RAG_BOT_EMBED_PATH), or index into a new "
+                    f"collection (RAG_BOT_COLLECTION=...)")
+        if self.settings.embed_path and meta.get(EMBEDDER_WEIGHTS):
+            return folder_mismatch(self.settings.collection, str(meta.get(EMBEDDER_FOLDER, "")),
+                                   str(meta[EMBEDDER_WEIGHTS]), self.settings.embed_path)
+        return None
 
     def check_embedder(self) -> None:
         """Refuse to embed with another model than the collection's: its vectors and a question's (or new
         papers') would not be comparable."""
-        stored, chosen = self.stored_embedder(), embedder_name(self.settings)
-        if stored is not None and stored != chosen:
-            raise StoreError(
-                f"the collection {self.settings.collection!r} was embedded with {stored}, but the settings choose "
-                f"{chosen}: move it to the new model with `rag-bot ingest --reembed`, set the embedding settings "
-                f"back (RAG_BOT_EMBED_URL, RAG_BOT_EMBED_MODEL, RAG_BOT_EMBED_PATH), or index into a new collection "
-                f"(RAG_BOT_COLLECTION=...)")
+        problem = self.embedder_mismatch()
+        if problem:
+            raise StoreError(problem)
+
+    def _folder_record(self) -> dict[str, Any]:
+        """The model folder's path and weights, for the metadata a write records (none for a served or the
+        shipped model)."""
+        if not self.settings.embed_path:
+            return {}
+        if self.count() and not self.model_record().get(EMBEDDER_WEIGHTS):
+            return {}  # a store from before the record: recording this folder would vouch for vectors of unknown origin
+        digest = weights_digest(self.settings.embed_path)
+        folder = str(Path(self.settings.embed_path).expanduser().resolve())
+        return {EMBEDDER_FOLDER: folder, EMBEDDER_WEIGHTS: digest} if digest else {}
 
     def count(self) -> int:
         """Papers in the index."""
@@ -199,7 +232,7 @@ class ChromaStore:
         self.check_embedder()
         if generation.startswith("writing-"):
             self.begin_write()
-        meta: dict[str, Any] = {GENERATION: generation, EMBEDDER: embedder_name(self.settings)}
+        meta: dict[str, Any] = {GENERATION: generation, EMBEDDER: embedder_name(self.settings), **self._folder_record()}
         if totals:
             meta |= dict(zip(TOTALS, (self.count(), self.chunk_count())))
         self.papers.modify(metadata=meta)

@@ -20,12 +20,13 @@ def embedder_name(settings: Any) -> str:
     return MODEL_NAME
 
 
-def make_embedder(settings: Any) -> Any:
-    """The embedding model the settings choose: an OpenAI-compatible server (RAG_BOT_EMBED_URL), else the
-    shipped MiniLM."""
+def make_embedder(settings: Any, stored_dimensions: int | None = None) -> Any:
+    """The embedding model the settings choose: a model folder (RAG_BOT_EMBED_PATH), an OpenAI-compatible server
+    (RAG_BOT_EMBED_URL; `stored_dimensions`, the size of the store's vectors, is what its replies must have), else
+    the shipped MiniLM."""
     if settings.embed_path:
         return FolderEmbedding(settings.embed_path, max_tokens=settings.max_tokens,
                                embed_batch_size=settings.embed_batch_size)
     if settings.embed_url:
-        return RemoteEmbedding(settings)
+        return RemoteEmbedding(settings, stored_dimensions=stored_dimensions)
     return MiniLMEmbedding(max_tokens=settings.max_tokens, embed_batch_size=settings.embed_batch_size)

@@ -13,7 +13,7 @@ import numpy as np
 
 from rag_bot.errors import StoreError
 from rag_bot.reading import identity
-from rag_bot.store.base import _READ_BATCH, TOTALS, ChromaStore
+from rag_bot.store.base import _READ_BATCH, EMBEDDER, EMBEDDER_FOLDER, EMBEDDER_WEIGHTS, TOTALS, ChromaStore
 from rag_bot.store.records import joined, paper_from_record
 from rag_bot.types import Paper
 
@@ -33,11 +33,13 @@ class Health:
     # "papers"/"chunks" -> the dimension its vectors have, when it is not the model's (every question fails)
     wrong_dimension: dict[str, int] = field(default_factory=dict)
     sample_ids: dict[str, list[str]] = field(default_factory=dict)  # a few ids of each collection with them
+    model_mismatch: str = ""  # why the settings' model must not embed for the collection (base.embedder_mismatch)
+    model_folder: str = ""  # the model folder the collection records, or why it cannot be verified
 
     @property
     def healthy(self) -> bool:
         return not (self.orphan_chunks or self.papers_without_chunks or self.stale or self.unreadable
-                    or self.wrong_dimension)
+                    or self.wrong_dimension or self.model_mismatch)
 
 
 # The answer-time cache of sentence vectors (rag_bot/store/sentences.py) is the store's third collection,
@@ -126,7 +128,10 @@ class PaperReads(ChromaStore):
         # tells the dimension of all (a sample of one is exact); a few ids show the user which records.
         wrong: dict[str, int] = {}
         samples: dict[str, list[str]] = {}
+        mismatch = self.embedder_mismatch() or ""
         for name, collection in (("papers", self.papers), ("chunks", self.chunks)):
+            if mismatch:
+                break  # the settings' model is not the collection's: its dimension says nothing of the store
             got = collection.get(include=["embeddings"], limit=5)
             vectors = got["embeddings"]
             if vectors is not None and len(vectors) and len(vectors[0]) != self.dimensions():
@@ -140,7 +145,19 @@ class PaperReads(ChromaStore):
             unreadable=unreadable,
             wrong_dimension=wrong,
             sample_ids=samples,
+            model_mismatch=mismatch,
+            model_folder=self._recorded_folder() if fingerprints else "",
         )
+
+    def _recorded_folder(self) -> str:
+        """The model folder the collection records (path and weights), or why it cannot be verified."""
+        meta = self.model_record()
+        if not str(meta.get(EMBEDDER, "")).startswith("local:"):
+            return ""
+        if not meta.get(EMBEDDER_WEIGHTS):
+            return ("recorded by its name only (written before rag-bot recorded a folder's weights), so which folder "
+                    "made its vectors cannot be verified; `rag-bot ingest --reembed` re-embeds it and records the folder")
+        return f"{meta.get(EMBEDDER_FOLDER)} (weights sha256 {str(meta[EMBEDDER_WEIGHTS])[:12]})"
 
     def fingerprints(self) -> dict[str, str]:
         """doc_id -> stored fingerprint, for every paper."""

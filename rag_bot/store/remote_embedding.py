@@ -3,8 +3,9 @@ text-embeddings-inference (RAG_BOT_EMBED_URL, RAG_BOT_EMBED_MODEL; the key is th
 
 Texts go in batches of `REMOTE_BATCH` through the `openai` client, which retries timeouts, 429s and 5xx with
 backoff and honours Retry-After. Vectors come back L2-normalised, like the shipped model's (every similarity in
-rag-bot is a dot product of unit vectors). A server that is down, refuses, times out or returns vectors of
-another size raises `EmbeddingUnavailable` with one line saying which and what to check.
+rag-bot is a dot product of unit vectors). A server that is down, refuses, times out, returns vectors of another
+size or answers in another shape (an HTML page, NaN, nested or unindexed vectors) raises `EmbeddingUnavailable` with
+one line saying which server (its credentials masked) and what to check; nothing is written.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from pydantic import PrivateAttr
 
 from rag_bot.errors import StoreError
 from rag_bot.settings import Settings
-from rag_bot.store.embedding import ArrayEmbedding
+from rag_bot.store.embedding import ArrayEmbedding, one_line
+from rag_bot.text import mask_credentials
 
 log = logging.getLogger(__name__)
 
@@ -40,14 +42,16 @@ class RemoteEmbedding(ArrayEmbedding):
     _settings: Any = PrivateAttr()
     _client: Any = PrivateAttr()
     _dimensions: int | None = PrivateAttr(default=None)
+    _stored: int | None = PrivateAttr(default=None)
 
-    def __init__(self, settings: Settings, **kwargs: Any) -> None:
+    def __init__(self, settings: Settings, stored_dimensions: int | None = None, **kwargs: Any) -> None:
         import openai
 
         super().__init__(model_name=remote_name(settings.embed_model, settings.embed_dimensions),
                          max_tokens=settings.max_tokens,
                          embed_batch_size=REMOTE_BATCH, **kwargs)
         self._settings = settings
+        self._stored = stored_dimensions
         self._client = openai.OpenAI(base_url=settings.embed_url, api_key=settings.openai_api_key or "unused",
                                      timeout=settings.llm_timeout, max_retries=settings.llm_retries)
 
@@ -80,7 +84,8 @@ class RemoteEmbedding(ArrayEmbedding):
     def _request(self, batch: list[str]) -> np.ndarray:
         import openai
 
-        where = f"the embeddings server at {self._settings.embed_url} (model {self._settings.embed_model})"
+        where = f"the embeddings server at {mask_credentials(str(self._settings.embed_url))} " \
+                f"(model {self._settings.embed_model})"
         try:
             extra = {"dimensions": self._settings.embed_dimensions} if self._settings.embed_dimensions else {}
             reply = self._client.embeddings.create(model=self._settings.embed_model, input=batch, **extra)
@@ -91,30 +96,56 @@ class RemoteEmbedding(ArrayEmbedding):
             raise EmbeddingUnavailable(f"{where} cannot be reached: is it running? (RAG_BOT_EMBED_URL)") from None
         except openai.APIStatusError as exc:
             raise EmbeddingUnavailable(f"{where} refused the request: HTTP {exc.status_code} "
-                                       f"{_short(exc.message)}") from None
-        data = sorted(getattr(reply, "data", None) or [], key=lambda d: d.index)
-        if len(data) != len(batch):
-            raise EmbeddingUnavailable(f"{where} returned {len(data)} vectors for {len(batch)} texts")
-        sizes = {len(d.embedding) for d in data}
-        if len(sizes) != 1 or 0 in sizes:
-            raise EmbeddingUnavailable(f"{where} returned vectors of sizes {sorted(sizes)}, not one size")
-        size = sizes.pop()
+                                       f"{mask_credentials(one_line(exc.message))}") from None
+        except (ValueError, TypeError, AttributeError) as exc:  # the client's decoding (base64, no data, a page)
+            raise EmbeddingUnavailable(f"{where} answered in a shape this reader does not know "
+                                       f"({mask_credentials(one_line(exc, 80))})") from None
+        vectors = _vectors(reply, len(batch), where)
+        size = vectors.shape[1]
         asked = self._settings.embed_dimensions
         if asked and size != asked:
             raise EmbeddingUnavailable(f"{where} returned {size}-dimensional vectors for RAG_BOT_EMBED_DIMENSIONS="
                                        f"{asked}: does the model shorten its vectors on request?")
+        if self._stored and size != self._stored:
+            raise EmbeddingUnavailable(f"{where} returned {size}-dimensional vectors, but the store's are "
+                                       f"{self._stored}-dimensional: is another model behind the same URL? "
+                                       "(RAG_BOT_EMBED_URL, RAG_BOT_EMBED_MODEL); nothing was written")
         if self._dimensions is None:
             self._dimensions = size
         elif size != self._dimensions:
             raise EmbeddingUnavailable(f"{where} returned {size}-dimensional vectors after {self._dimensions}-"
                                        "dimensional ones: is another model behind the same URL?")
-        vectors = np.asarray([d.embedding for d in data], dtype=np.float32)
-        return vectors / np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
+        return vectors
 
     def _embed_query(self, query: str) -> np.ndarray:
         return self.embed([query], prefix=self._settings.embed_query_prefix)[0]
 
 
-def _short(text: str, limit: int = 160) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[:limit] + "…"
+def _vectors(reply: Any, count: int, where: str) -> np.ndarray:
+    """The reply's unit vectors as a (count, size) float32 array in the texts' order, or one line saying what is
+    wrong with it (an HTML page, a list of another length, a vector that is nested, empty, NaN or all zeros)."""
+    data = getattr(reply, "data", None)
+    if not isinstance(data, list) or not data:
+        shown = one_line(reply, 60) if isinstance(reply, str) else type(reply).__name__
+        raise EmbeddingUnavailable(f"{where} answered without a list of vectors (got {shown!r}): is RAG_BOT_EMBED_URL "
+                                   "the API's base URL (ending in /v1)?")
+    if len(data) != count:
+        raise EmbeddingUnavailable(f"{where} returned {len(data)} vectors for {count} texts")
+    indexes = [getattr(d, "index", None) for d in data]
+    if sorted(i for i in indexes if type(i) is int) != list(range(count)):
+        raise EmbeddingUnavailable(f"{where} returned vectors whose `index` fields are not 0 to {count - 1} "
+                                   f"(got {one_line(indexes, 60)})")
+    given = [getattr(d, "embedding", None) for d in sorted(data, key=lambda d: d.index)]
+    rows: list[list[Any]] = [r for r in given if isinstance(r, list) and r and all(type(x) in (int, float) for x in r)]
+    if len(rows) != len(given):
+        raise EmbeddingUnavailable(f"{where} returned an `embedding` that is not a flat list of numbers")
+    sizes = sorted({len(r) for r in rows})
+    if len(sizes) != 1:
+        raise EmbeddingUnavailable(f"{where} returned vectors of sizes {sizes}, not one size")
+    vectors = np.asarray(rows, dtype=np.float64)
+    scale = np.abs(vectors).max(axis=1, keepdims=True)  # first, so that a norm of huge components cannot overflow
+    if not np.isfinite(vectors).all() or (scale == 0).any():
+        raise EmbeddingUnavailable(f"{where} returned a vector that is all zeros, infinite or NaN: the model is "
+                                   "broken or overflowed")
+    vectors /= scale
+    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)

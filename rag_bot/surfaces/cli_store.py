@@ -265,6 +265,10 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
     for line in index.repaired:  # vector files a failed write damaged, put back when the store opened
         print(f"repaired: {line}")
     print(f"papers: {health.papers}, chunks: {health.chunks}, embedding: {index.index_version}")
+    if health.model_folder:
+        print(f"model folder: {health.model_folder}")
+    # Its fix is in its line: no ingest may write with this model.
+    mismatch = [health.model_mismatch] if health.model_mismatch else []
     problems = []
     if health.orphan_chunks:
         problems.append(f"{health.orphan_chunks} chunks belong to no paper (an interrupted or failed ingest)")
@@ -285,10 +289,10 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
         shown = ", ".join(health.sample_ids.get(name, []))
         broken.append(f"every record of the {name} collection has {dimension}-dimensional vectors; the model makes "
                       f"{index.dimensions()} (e.g. {shown}), so every question fails")
-    if not problems and not broken:
+    if not problems and not broken and not mismatch:
         print("healthy" if health.papers else "healthy (empty: run `rag-bot ingest`)")
         return 0
-    for problem in problems + broken:
+    for problem in mismatch + problems + broken:
         print(f"problem: {problem}")
     if problems:
         print("fix: run `rag-bot ingest` with the same sources (it finishes what is missing); "
