@@ -454,11 +454,11 @@ def test_a_heading_first_line_is_the_header(tmp_path: Path, first: str, problem:
 
 def test_an_abstract_over_the_limit_is_cut_at_a_sentence_and_reported(tmp_path: Path) -> None:
     sentence = "We propose HugeNet, a method that improves retrieval quality on many benchmarks. "
-    huge = sentence * 70_000  # about 5.7 MB
+    huge = sentence * 1_200  # 98,400 characters: under the abstract's limit (rag_bot/reading/limits.py), so cut
     seed = tmp_path / "huge.txt"
     seed.write_text(_seed_text(_abstract(1), huge))
     jsonl = tmp_path / "huge.jsonl"
-    jsonl.write_text(json.dumps({"id": "h1", "title": "T" * 5000, "abstract": huge}) + "\n")
+    jsonl.write_text(json.dumps({"id": "h1", "title": "T" * 700, "abstract": huge}) + "\n")
     csvf = tmp_path / "huge.csv"
     csvf.write_text(f'id,title,abstract\nh2,Huge,"{huge}"\nh3,Small,{_plain(3)}\n')
     result = read_paths([seed, jsonl, csvf], max_chars=1000)

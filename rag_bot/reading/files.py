@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rag_bot.reading import limits
 from rag_bot.types import Paper, Problem
 
 # Lone surrogates: undecodable bytes (kept by "surrogateescape") or `\ud800`-style JSON escapes; not encodable text.
@@ -174,10 +175,26 @@ class _Joined(io.RawIOBase):
         return len(data)
 
 
+READ_THROUGH = 1 << 20  # characters held at a time while an over-long line is read through to its end
+
+
+def _bounded_lines(text: io.TextIOBase, limit: int) -> Iterator[str | None]:
+    """Each line of `text` with its ending, or None for a line of over `limit` characters: that one is read through
+    `READ_THROUGH` characters at a time, never held whole (one 300 MB line took 6.1 GB)."""
+    while line := text.readline(limit + 1):
+        if len(line) <= limit or line.endswith(("\n", "\r")):
+            yield line
+            continue
+        while (rest := text.readline(READ_THROUGH)) and not rest.endswith(("\n", "\r")):
+            pass
+        yield None
+
+
 def _stream_lines(path: Path) -> Iterator[tuple[int, str] | Problem]:
     """The lines of a text file (plain or gzipped) as (line number, line) without their line ending, decoded as a
     stream (lines split at `\n`, `\r\n` or `\r` only, like `_lines`), with the file's problems: a line holding
-    bytes that are not text is reported and read with U+FFFD in their place."""
+    bytes that are not text is reported and read with U+FFFD in their place, and a line over `limits.LINE_CHARS`
+    (longer than any record within the field limits) is reported and skipped as it streams."""
     problem = _file_problem(path)
     if problem is None and _suffix(path) == ".jsonl.gz":
         problem = _check_gzip(path)
@@ -193,7 +210,10 @@ def _stream_lines(path: Path) -> Iterator[tuple[int, str] | Problem]:
         skip, codec = sniffed
         text = io.TextIOWrapper(io.BufferedReader(_Joined(head[skip:], raw)), encoding=codec,
                                 errors=DECODE_ERRORS, newline="")
-        for lineno, line in enumerate(text, start=1):
+        for lineno, line in enumerate(_bounded_lines(text, limits.LINE_CHARS), start=1):
+            if line is None:
+                yield Problem(path=str(path), line=lineno, message=f"line over {limits.LINE_CHARS:,} characters; skipped")
+                continue
             line = line.rstrip("\r\n")
             if SURROGATES.search(line):
                 yield Problem(path=str(path), line=lineno,
@@ -207,19 +227,15 @@ def _read_text(path: Path, result: ReadResult) -> str | None:
     if problem:
         result.problems.append(Problem(path=str(path), message=problem))
         return None
-    data = path.read_bytes()
     if _suffix(path) == ".jsonl.gz":
-        try:
-            with gzip.GzipFile(fileobj=io.BytesIO(data)) as packed:
-                data = packed.read(MAX_FILE_BYTES + 1)
-        except (OSError, EOFError, zlib.error) as exc:
-            result.problems.append(Problem(path=str(path), message=f"not a readable gzip file ({exc})"))
+        problem = _check_gzip(path)  # its unpacked size, streamed: nothing held until it is known to fit
+        if problem:
+            result.problems.append(Problem(path=str(path), message=problem))
             return None
-        if len(data) > MAX_FILE_BYTES:
-            result.problems.append(Problem(
-                path=str(path), message=f"unpacks to over {_size(MAX_FILE_BYTES)}; skipped"
-            ))
-            return None
+        with gzip.open(path, "rb") as packed:
+            data = packed.read()
+    else:
+        data = path.read_bytes()
     decoded = _decode(data)
     if decoded is None:
         result.problems.append(Problem(path=str(path), message=NOT_TEXT))

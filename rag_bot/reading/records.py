@@ -1,12 +1,13 @@
 """One record (a JSONL line, a CSV row, an entry of a BibTeX, RIS or JSON file) as a `Paper`, or its problem:
-the required fields, their types, the least words an abstract has, a year that is a year, abstracts and titles cut
-to size at a sentence."""
+the required fields, their types, the least words an abstract has, a year that is a year, every field within its
+limit (rag_bot/reading/limits.py), abstracts and titles cut to size at a sentence."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+from rag_bot.reading import limits
 from rag_bot.reading.files import ReadResult, word_count
 from rag_bot.settings import Settings
 from rag_bot.text import derive_title, find_links, introduced_names
@@ -18,7 +19,6 @@ SENTENCE_END = re.compile(r"[.!?](?=\s)")
 # A publication year: none predates the first scientific journal (1665); one past 2100 is a typo (99999, 20244).
 YEARS = range(1665, 2101)
 DEFAULT_MAX_ABSTRACT_CHARS: int = Settings.model_fields["max_abstract_chars"].default  # RAG_BOT_MAX_ABSTRACT_CHARS
-MAX_TITLE_CHARS = 300
 JSON_TYPES = {list: "an array", dict: "an object", bool: "a boolean", int: "a number", float: "a number"}
 
 
@@ -35,7 +35,9 @@ def _cut(text: str, limit: int) -> str:
 
 
 def _cut_abstract(text: str, max_chars: int, path: Path, lineno: int, result: ReadResult) -> str:
-    """An abstract over `max_chars` characters cut (`_cut`), and reported: a huge record never blocks the ingest."""
+    """An abstract over `max_chars` characters (at most `limits.ABSTRACT_CHARS`, whatever the setting) cut (`_cut`),
+    and reported: a huge record never blocks the ingest."""
+    max_chars = min(max_chars, limits.ABSTRACT_CHARS)
     if len(text) <= max_chars:
         return text
     cut = _cut(text, max_chars)
@@ -44,19 +46,20 @@ def _cut_abstract(text: str, max_chars: int, path: Path, lineno: int, result: Re
 
 
 def _cut_title(text: str, path: Path, lineno: int, result: ReadResult) -> str:
-    if len(text) <= MAX_TITLE_CHARS:
+    if len(text) <= limits.TITLE_CUT:
         return text
-    cut = _cut(text, MAX_TITLE_CHARS)
+    cut = _cut(text, limits.TITLE_CUT)
     result.problems.append(Problem(path=str(path), line=lineno, message=f"title cut to {len(cut)} characters"))
     return cut
 
 
 def make_paper(doc_id: str, text: str, source: str, title: str | None = None, **extra: object) -> Paper:
-    """A `Paper` with its names, links and (if not given) a title derived from the text."""
-    names = introduced_names(text)
-    links = find_links(text)
+    """A `Paper` with its names, links and (if not given) a title derived from the text; the names and links within
+    their limits (`limits.derived`)."""
+    found = find_links(text)
     if extra.get("url"):
-        links = list(dict.fromkeys([str(extra["url"]), *links]))
+        found = list(dict.fromkeys([str(extra["url"]), *found]))
+    names, links = limits.derived(introduced_names(text), found)
     return Paper(
         doc_id=doc_id,
         title=title or derive_title(text, names),
@@ -119,21 +122,31 @@ def add_record(
             f"{MIN_RECORD_WORDS}); skipped"
         )))
         return
-    seen.add(doc_id)
-    year = _year(record.get("year"), path, lineno, result)
-    result.papers.append(
-        make_paper(
-            doc_id,
-            _cut_abstract(" ".join(str(record["abstract"]).split()), max_chars, path, lineno, result),
-            path.name,
-            title=_cut_title(" ".join(str(record["title"]).split()), path, lineno, result),
-            venue=str(record["venue"]) if record.get("venue") else None,
-            year=year,
-            authors=[a.strip() for a in authors if a.strip()],
-            url=str(record["url"]) if record.get("url") else None,
-            identifiers=_identifiers(ids, record.get("doi")),
-        )
+    title, abstract = (" ".join(str(record[key]).split()) for key in ("title", "abstract"))
+    # Checked before anything is made of it: a field beyond any real one is skipped, never cut to fit.
+    over = limits.text_problem(title, abstract)
+    if over:
+        result.problems.append(Problem(path=str(path), line=lineno, message=f"{over}; skipped"))
+        return
+    one = ReadResult()  # what is reported of a paper kept (cut fields, a year that is none)
+    paper = make_paper(
+        doc_id,
+        _cut_abstract(abstract, max_chars, path, lineno, one),
+        path.name,
+        title=_cut_title(title, path, lineno, one),
+        venue=str(record["venue"]) if record.get("venue") else None,
+        year=_year(record.get("year"), path, lineno, one),
+        authors=[a.strip() for a in authors if a.strip()],
+        url=str(record["url"]) if record.get("url") else None,
+        identifiers=_identifiers(ids, record.get("doi")),
     )
+    over = limits.paper_problem(paper)
+    if over:
+        result.problems.append(Problem(path=str(path), line=lineno, message=f"{over}; skipped"))
+        return
+    seen.add(doc_id)
+    result.problems.extend(one.problems)
+    result.papers.append(paper)
 
 
 def _identifiers(given: dict[str, str], doi: object) -> dict[str, str]:

@@ -46,6 +46,7 @@ def _iter_jsonl(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> Iter
             yield item
             if item.line is None:
                 return
+            records += 1  # a line's problem (one skipped as over-long): the file held a record
             continue
         lineno, line = item
         if not line.strip():

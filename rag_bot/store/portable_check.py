@@ -1,4 +1,4 @@
-"""Checking a portable collection file before anything is written: its manifest (format, version, index version, model), every record's fields and vector size; a `Plan` of what it holds, or the one line saying what is wrong and where."""
+"""Checking a portable collection file before anything is written: its manifest (format, version, index version, model), every record's fields, their limits (rag_bot/reading/limits.py) and vector size, every chunk's id naming its own paper; a `Plan` of what it holds, or the one line saying what is wrong and where."""
 
 from __future__ import annotations
 
@@ -13,12 +13,17 @@ from typing import Any
 import numpy as np
 from chromadb.api.types import validate_metadata
 
+from rag_bot.reading import limits
+from rag_bot.reading.files import clean_value
 from rag_bot.store.embedding import DIMENSIONS, MODEL_NAME
 from rag_bot.store.records import paper_from_record
 
 FORMAT = "rag-bot-collection"
 VERSION = 1
 KINDS = ("chunk", "paper")
+# A paper record's metadata keys read as the paper's fields (their limits are the paper's); any other key is kept as
+# it is, within `limits.VALUE_CHARS`.
+PAPER_KEYS = {"text", "title", "source", "aliases", "links", "authors", "identifiers", "venue", "url"}
 
 
 class _Bad(Exception):
@@ -46,7 +51,12 @@ def _lines(path: Path) -> Generator[tuple[int, str], None, None]:
     lineno = 0
     with handle:
         try:
-            for lineno, line in enumerate(handle, start=1):
+            # One line at most `limits.LINE_CHARS` held: a 300 MB line is refused, not read into memory whole.
+            while line := handle.readline(limits.LINE_CHARS + 1):
+                lineno += 1
+                if len(line) > limits.LINE_CHARS and not line.endswith("\n"):
+                    raise ValueError(f"{path}:{lineno}: line over {limits.LINE_CHARS:,} characters (no record "
+                                     f"within the limits is that long)")
                 if not line.endswith("\n"):
                     handle.read(1)  # a stream cut short says so here, before its cut last line is parsed
                 yield lineno, line
@@ -114,6 +124,30 @@ def _vector_problem(embedding: Any, size: list[int]) -> str | None:
     return None
 
 
+def cleaned(record: dict[str, Any]) -> dict[str, Any]:
+    """A record with its document and metadata texts cleaned as an ingest cleans a record's
+    (`reading.files.clean_value`: no terminal escape sequence or control character); its id and vector as they are
+    (an id holding such characters is refused by the check)."""
+    return {**record, **{key: clean_value(record[key]) for key in ("document", "metadata") if key in record}}
+
+
+def _chunk_problem(record_id: str, metadata: dict[str, Any]) -> str | None:
+    """What is wrong with a chunk's paper: none named, or another than its id names (`<doc_id>::<n>`, as an ingest
+    names chunks: rag_bot/store/index.py): such a chunk would take over another paper's chunk."""
+    doc_id = metadata.get("doc_id")
+    if not isinstance(doc_id, str) or not doc_id:
+        return "its metadata names no paper (doc_id)"
+    if len(doc_id) > limits.ID_CHARS:
+        return f"its paper id is {len(doc_id):,} characters long (the limit is {limits.ID_CHARS:,})"
+    named, _, n = record_id.rpartition("::")
+    if not (named and n.isascii() and n.isdigit() and len(n) <= 6):
+        return "its id is not '<paper id>::<n>'"
+    if named != doc_id:
+        return (f"its id names the paper {named!r} but its metadata says it belongs to {doc_id!r}: it would replace "
+                f"that paper's chunk")
+    return None
+
+
 def _record(line: str, index_version: str, size: list[int]) -> tuple[str, str, dict[str, Any]]:
     """(kind, id, metadata) of one sound record; `_Bad` (line 0: the caller's) says what is wrong."""
     try:
@@ -125,7 +159,12 @@ def _record(line: str, index_version: str, size: list[int]) -> tuple[str, str, d
     kind, record_id, metadata = record["kind"], record.get("id"), record.get("metadata")
     if not isinstance(record_id, str) or not record_id:
         raise _Bad(0, f"this {kind} record has no id")
+    if len(record_id) > limits.ID_CHARS + len("::999999"):  # a paper's id, or a chunk's: its paper's and "::<n>"
+        raise _Bad(0, f"this {kind} record's id is {len(record_id):,} characters long (the limit is "
+                      f"{limits.ID_CHARS:,})")
     what = f"{kind} {record_id!r}"
+    if clean_value(record_id) != record_id:
+        raise _Bad(0, f"this {kind} record's id holds control characters or terminal escape sequences")
     if not isinstance(record.get("document"), str):
         raise _Bad(0, f"{what}: its document is not text")
     if not isinstance(metadata, dict):
@@ -137,17 +176,29 @@ def _record(line: str, index_version: str, size: list[int]) -> tuple[str, str, d
     for key, value in metadata.items():  # Chroma stores integers in 64 bits and reads larger ones back as errors
         if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
             raise _Bad(0, f"{what}: its {key!r} metadata {str(value)[:20]}... is too large a number to store")
-    problem = _vector_problem(record.get("embedding"), size)
+    # A chunk keeps only its paper and position (rag_bot/store/records.py): its other keys are counted, not stored.
+    problem = (limits.metadata_problem(metadata, set(metadata) if kind == "chunk" else PAPER_KEYS)
+               or _vector_problem(record.get("embedding"), size))
     if problem:
         raise _Bad(0, f"{what}: {problem}")
     if kind == "chunk":
-        if not isinstance(metadata.get("doc_id"), str) or not metadata["doc_id"]:
-            raise _Bad(0, f"{what}: its metadata names no paper (doc_id)")
+        problem = _chunk_problem(record_id, metadata)
+        if problem:
+            raise _Bad(0, f"{what}: {problem}")
         return kind, record_id, metadata
     try:
-        paper_from_record(record_id, record["document"], metadata)  # exactly as a question reads it back
+        paper = paper_from_record(record_id, record["document"], metadata)  # exactly as a question reads it back
     except ValueError as exc:
         raise _Bad(0, f"{what}: {exc}") from None
+    problem = limits.paper_problem(paper)  # what an ingest would skip is not imported either
+    if problem:
+        raise _Bad(0, f"{what}: {problem}")
+    clean = cleaned(record)
+    if clean != record:  # cleaned (as it is written), it must still read back
+        try:
+            paper_from_record(record_id, clean["document"], clean["metadata"])
+        except ValueError as exc:
+            raise _Bad(0, f"{what}: once its control characters are removed, {exc}") from None
     if not str(metadata.get("fingerprint", "")).endswith(f":{index_version}"):
         raise _Bad(0, f"{what}: its fingerprint says it was not embedded as {index_version}")
     stated = metadata.get("chunks")

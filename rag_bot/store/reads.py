@@ -35,11 +35,13 @@ class Health:
     sample_ids: dict[str, list[str]] = field(default_factory=dict)  # a few ids of each collection with them
     model_mismatch: str = ""  # why the settings' model must not embed for the collection (base.embedder_mismatch)
     model_folder: str = ""  # the model folder the collection records, or why it cannot be verified
+    # chunks whose id (`<doc_id>::<n>`) names another paper than their metadata's: one took over another's chunk
+    misnamed_chunks: list[str] = field(default_factory=list)
 
     @property
     def healthy(self) -> bool:
         return not (self.orphan_chunks or self.papers_without_chunks or self.stale or self.unreadable
-                    or self.wrong_dimension or self.model_mismatch)
+                    or self.wrong_dimension or self.model_mismatch or self.misnamed_chunks)
 
 
 # The answer-time cache of sentence vectors (rag_bot/store/sentences.py) is the store's third collection,
@@ -62,15 +64,18 @@ def _readable_papers(got: dict[str, Any]) -> list[Paper]:
 class PaperReads(ChromaStore):
     """What is stored, read back."""
 
-    def chunk_paper_ids(self) -> dict[str, int]:
-        """doc_id -> number of stored chunks, read from the chunks' metadata."""
+    def chunk_paper_ids(self, misnamed: list[str] | None = None) -> dict[str, int]:
+        """doc_id -> number of stored chunks, read from the chunks' metadata; the ids of chunks whose id names
+        another paper are added to `misnamed`."""
         out: dict[str, int] = {}
         total = self.chunk_count()
         for offset in range(0, total, _READ_BATCH):
             got = self.chunks.get(include=["metadatas"], limit=_READ_BATCH, offset=offset)
-            for meta in got["metadatas"] or []:
+            for chunk_id, meta in zip(got["ids"], got["metadatas"] or []):
                 doc_id = str((meta or {}).get("doc_id", ""))
                 out[doc_id] = out.get(doc_id, 0) + 1
+                if misnamed is not None and chunk_id.rpartition("::")[0] != doc_id:
+                    misnamed.append(chunk_id)
         return out
 
     def remove_orphan_chunks(self, paper_ids: set[str] | None = None) -> int:
@@ -123,7 +128,8 @@ class PaperReads(ChromaStore):
                     paper_from_record(doc_id, "", meta)
                 except ValueError as exc:
                     unreadable[doc_id] = str(exc)
-        per_paper = self.chunk_paper_ids()
+        misnamed: list[str] = []
+        per_paper = self.chunk_paper_ids(misnamed)
         # Chroma fixes a collection's dimension at its first write and refuses any other afterwards, so one vector
         # tells the dimension of all (a sample of one is exact); a few ids show the user which records.
         wrong: dict[str, int] = {}
@@ -140,6 +146,7 @@ class PaperReads(ChromaStore):
             papers=len(fingerprints),
             chunks=sum(per_paper.values()),
             orphan_chunks=sum(n for d, n in per_paper.items() if d not in fingerprints),
+            misnamed_chunks=misnamed,
             papers_without_chunks=sorted(d for d in fingerprints if d not in per_paper),
             stale=sum(1 for fp in fingerprints.values() if not fp.endswith(f":{self.index_version}")),
             unreadable=unreadable,

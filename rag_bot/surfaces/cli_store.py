@@ -285,6 +285,10 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
         more = "" if len(health.unreadable) <= 5 else "; ..."
         broken.append(f"{len(health.unreadable)} papers have metadata that cannot be read, so questions skip "
                       f"them ({shown}{more})")
+    if health.misnamed_chunks:  # an import of an older rag-bot let a file take over another paper's chunk ids
+        shown = ", ".join(health.misnamed_chunks[:5]) + ("" if len(health.misnamed_chunks) <= 5 else ", ...")
+        broken.append(f"{len(health.misnamed_chunks)} chunks have an id naming another paper than the one they "
+                      f"belong to ({shown}): that paper lost them")
     for name, dimension in health.wrong_dimension.items():
         shown = ", ".join(health.sample_ids.get(name, []))
         broken.append(f"every record of the {name} collection has {dimension}-dimensional vectors; the model makes "
