@@ -308,3 +308,19 @@ def test_a_store_that_refuses_the_first_write_is_left_unchanged(exported, seed_s
     assert "readonly database" in lines[0] and "before anything was written" in lines[0] and "unchanged" in lines[0]
     monkeypatch.undo()
     _assert_same(_snapshot(store), before)
+
+
+def test_terminal_escapes_in_an_imported_file_are_never_stored(exported, tmp_path, capsys):
+    """An imported file is someone else's text: its escape sequences and control characters are dropped as an
+    ingest drops them, so `rag-bot ask` and the exports never hand them to a terminal (issue 35)."""
+    manifest, records = _load(exported)
+    paper = next(r for r in records if r["kind"] == "paper")
+    paper["metadata"]["title"] = "\x1b]0;pwned\x07\x1b[31mRed title\x1b[0m"
+    paper["document"] = "\x1b[2J" + paper["document"] + "\x07"
+    path = _save(tmp_path / "escapes.jsonl.gz", manifest, records)
+    store = tmp_path / "store"
+    code, _, err = _import(store, path, capsys)
+    assert code == 0, err
+    [stored] = PaperIndex(Settings(storage=store)).papers_by_id([paper["id"]])
+    assert stored.title == "Red title"
+    assert "\x1b" not in stored.text and "\x07" not in stored.text and stored.text.strip()

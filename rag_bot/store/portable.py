@@ -29,7 +29,7 @@ from rag_bot.errors import StoreError
 from rag_bot.store.base import backup_folder, remove_stale_backups
 from rag_bot.store.chroma import one_line, store_label
 from rag_bot.store.index import PaperIndex
-from rag_bot.store.portable_check import FORMAT, KINDS, VERSION, Plan, _lines, check_file
+from rag_bot.store.portable_check import FORMAT, KINDS, VERSION, Plan, _lines, check_file, cleaned
 from rag_bot.store.records import chunk_metadata, portable_paper, stored_paper
 
 log = logging.getLogger(__name__)
@@ -176,6 +176,7 @@ def _file_records(path: Path, plan: Plan, kind: str) -> Iterator[dict[str, Any]]
         record = json.loads(line)
         if not isinstance(record, dict) or record.get("kind") != kind:
             continue
+        record = cleaned(record)  # no terminal escape or control character stored, as an ingest stores none
         if record.get("id") not in (plan.chunks if kind == "chunk" else plan.papers):
             raise ValueError(f"{path} changed while it was being imported")
         yield record
