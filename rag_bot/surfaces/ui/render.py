@@ -289,12 +289,9 @@ def map_legend(cmap: CollectionMap) -> str:
     )
 
 
-def upload_summary(
-    added: int, updated: int, unchanged: int, files: int, seconds: float, papers: int, rejected: Sequence[str],
-    notes: Sequence[str] = (),
-) -> str:
-    """What an upload did, as Markdown: the counts (when anything was indexed) and `notes` on them, then what was
-    rejected."""
+def upload_summary(added: int, updated: int, unchanged: int, files: int, seconds: float, papers: int,
+                   rejected: Sequence[str], notes: Sequence[str] = ()) -> str:
+    """What an upload did, as Markdown: the counts (when anything was indexed), `notes` on them, what was rejected."""
     lines = []
     if files:
         lines.append(
