@@ -79,7 +79,8 @@ def simulate(source: Path, n: int, out: Path, mix: float, noise: float, seed: in
             new_id, src = f"sim{i:07d}", f"sim-{i // 10000:03d}.jsonl"
             for chunk in chunks[base["id"]]:
                 handle.write(json.dumps({
-                    "kind": "chunk", "id": f"{new_id}-{chunk['id']}",
+                    # `<doc_id>::<n>`, as an ingest names chunks (an import refuses a chunk whose id names another paper)
+                    "kind": "chunk", "id": f"{new_id}::{chunk['id'].rpartition('::')[2]}",
                     "document": _mix(chunk["document"], rng, sentences, mix),
                     "metadata": _renamed(chunk["metadata"], base["id"], new_id, src),
                     "embedding": _moved(chunk["embedding"], rng, noise)}) + "\n")
