@@ -1,10 +1,12 @@
 """A store on a real small disk (tmpfs, issue 35): a disk that fills during an ingest leaves the old index serving
 and whole vector files; a store on a read-only mount is told as such; an import killed with SIGKILL leaves no
-backup behind once the next command runs. These mount file systems: they need root, else they skip."""
+backup behind once the next command runs. These mount file systems: they need root, else they skip. Vector files
+that a killed ingest left cut short are put back by the next command (no mount needed)."""
 
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import shutil
 import signal
@@ -50,9 +52,14 @@ def _resize(where: Path, size: str) -> None:
     subprocess.run(["mount", "-o", f"remount,size={size}", str(where)], check=True)
 
 
-def _run(args: list[str], storage: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+def _env(storage: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_BOT_", "OPENAI_"))}
     env.update(RAG_BOT_STORAGE=str(storage), **extra)
+    return env
+
+
+def _run(args: list[str], storage: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+    env = _env(storage, **extra)
     return subprocess.run([str(BIN / "rag-bot"), *args], env=env, capture_output=True, text=True, timeout=300,
                           cwd=storage.parent)
 
@@ -144,8 +151,7 @@ def test_an_import_killed_with_sigkill_leaves_no_backup_after_the_next_command(
     assert _run(["export", str(export)], storage).returncode == 0
     temp = tmp_path / "temp"
     temp.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_BOT_", "OPENAI_"))}
-    env.update(RAG_BOT_STORAGE=str(storage), TMPDIR=str(temp))
+    env = _env(storage, TMPDIR=str(temp))
 
     def backups() -> list[Path]:
         return [*storage.glob("rag-bot-import-*"), *temp.glob("rag-bot-import-*")]
@@ -164,3 +170,100 @@ def test_an_import_killed_with_sigkill_leaves_no_backup_after_the_next_command(
     stats = subprocess.run([str(BIN / "rag-bot"), "stats"], env=env, capture_output=True, text=True, timeout=240)
     assert stats.returncode == 0, stats.stderr
     assert backups() == [], "the next command deletes a killed import's backup"
+
+
+# Chunks of 8 tokens: the 38 seed abstracts give 1,265 chunk vectors, past the 1,000 at which Chroma 1.5.9 first
+# writes a collection's HNSW files (at the default 160 the seeds' 80 chunks live in its log only: header-only files).
+SMALL_CHUNKS = {"RAG_BOT_CHUNK_SIZE": "8", "RAG_BOT_CHUNK_OVERLAP": "0"}
+
+
+@pytest.fixture(scope="module")
+def written_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The seeds indexed in chunks small enough that the chunks' HNSW files hold every vector (1,265)."""
+    from rag_bot.engine import Engine
+
+    storage = tmp_path_factory.mktemp("written-store") / "store"
+    Engine(Settings(storage=storage, chunk_size=8, chunk_overlap=0)).ingest([SEEDS])
+    return storage
+
+
+def _cut_as_a_killed_rewrite(storage: Path) -> list[Path]:
+    """Cut the HNSW files of every segment that has them as a rewrite cut off leaves them (the sizes measured on
+    the full 8.5 MB tmpfs: rag_bot/store/segments.py); returns the folders cut."""
+    cut = []
+    for pickle in storage.glob("*/index_metadata.pickle"):
+        folder = pickle.parent
+        assert (folder / "data_level0.bin").stat().st_size > 917_504, "these files hold more than the cut"
+        for name, size in (("index_metadata.pickle", 0), ("data_level0.bin", 917_504), ("length.bin", 4_096),
+                           ("link_lists.bin", 0)):
+            os.truncate(folder / name, size)
+        cut.append(folder)
+    assert cut, "the store has HNSW files to cut"
+    return cut
+
+
+def _other_papers(path: Path, n: int) -> int:
+    """`n` papers not in the store, made from the seeds (their sentences in reverse order, new titles)."""
+    from rag_bot.reading.corpus import read_paths
+
+    rows = [{"id": f"revisited-{i}", "title": f"Revisited {i}: {paper.title}",
+             "abstract": ". ".join(reversed(paper.text.rstrip(".").split(". "))) + "."}
+            for i, paper in enumerate(read_paths([SEEDS]).papers[:n])]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return len(rows)
+
+
+def test_vector_files_a_killed_ingest_left_cut_short_are_put_back_by_doctor(
+    written_store: Path, tmp_path: Path
+) -> None:
+    """An ingest killed while Chroma rewrote the chunks' HNSW files: `rag-bot doctor` puts them back from the copy
+    the ingest saved before its first write, and the store answers, counts and ingests again with no rebuild."""
+    storage = tmp_path / "store"
+    shutil.copytree(written_store, storage)
+    before = json.loads(_run(["stats", "--json"], storage, **SMALL_CHUNKS).stdout)["papers"]
+    papers = tmp_path / "other.jsonl"
+    added = _other_papers(papers, 10)
+    saved = storage / "rag-bot-vectors.saved" / "seq_ids.json"
+    proc = subprocess.Popen([str(BIN / "rag-bot"), "ingest", "--quiet", str(papers)], env=_env(storage, **SMALL_CHUNKS),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 240
+        while not saved.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.002)
+        assert saved.exists(), "the ingest saved no copy of the vector files before its first write"
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    cut = _cut_as_a_killed_rewrite(storage)
+
+    doctor = _run(["doctor"], storage, **SMALL_CHUNKS)
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    repaired = [line for line in doctor.stdout.splitlines() if line.startswith("repaired: ")]
+    assert len(repaired) == len(cut) and "_chunks (data_level0.bin is 917,504 bytes" in repaired[0], doctor.stdout
+    assert not _cut_short_pickles(storage)
+
+    ask = _run(["ask", "--json", QUESTION], storage, **SMALL_CHUNKS)
+    assert ask.returncode == 0 and "Traceback" not in ask.stderr, ask.stderr
+    assert json.loads(ask.stdout)["citations"], ask.stdout
+    stats = _run(["stats", "--json"], storage, **SMALL_CHUNKS)
+    assert stats.returncode == 0 and before <= json.loads(stats.stdout)["papers"] <= before + added, stats.stderr
+    rerun = _run(["ingest", "--quiet", str(papers)], storage, **SMALL_CHUNKS)
+    assert rerun.returncode == 0, rerun.stderr
+    assert json.loads(_run(["stats", "--json"], storage, **SMALL_CHUNKS).stdout)["papers"] == before + added
+
+
+def test_vector_files_cut_short_with_no_copy_saved_are_one_line_naming_a_rebuild(
+    written_store: Path, tmp_path: Path
+) -> None:
+    """The same damage with no copy to put back (the files were cut outside any ingest): doctor and a question
+    each say so in one line naming `ingest --rebuild`, with no traceback."""
+    storage = tmp_path / "store"
+    shutil.copytree(written_store, storage)
+    _cut_as_a_killed_rewrite(storage)
+    doctor = _run(["doctor"], storage, **SMALL_CHUNKS)
+    assert doctor.returncode == 1 and "Traceback" not in doctor.stdout + doctor.stderr, doctor.stderr
+    problems = [line for line in doctor.stdout.splitlines() if line.startswith("problem: ")]
+    assert len(problems) == 1 and "rag-bot ingest --rebuild" in problems[0], doctor.stdout
+    assert "_chunks (data_level0.bin is 917,504 bytes" in problems[0] and "damaged and no copy" in problems[0]
+    ask = _run(["ask", QUESTION], storage, **SMALL_CHUNKS)
+    assert ask.returncode == 1 and "rag-bot ingest --rebuild" in _error_line(ask.stderr)
