@@ -219,3 +219,12 @@ _CREDENTIALS = re.compile(r"(?<=://)[^/@\s]+@")
 def mask_credentials(text: str) -> str:
     """Text with the `user:password@` of any URL in it replaced by `***@`, safe to show or log."""
     return _CREDENTIALS.sub("***@", text)
+
+
+def one_line(text: object, limit: int | None = None) -> str:
+    """A message (an error, a server's reply) on one line, URL credentials masked, cut to `limit` characters; an
+    exception without a message is named by its type."""
+    line = mask_credentials(" ".join(str(text).split()))
+    if not line and isinstance(text, BaseException):
+        line = type(text).__name__
+    return line if limit is None or len(line) <= limit else line[:limit] + "…"

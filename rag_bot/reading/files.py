@@ -259,9 +259,6 @@ def clean_text(value: str) -> str:
     return CONTROL.sub("", ANSI_ESCAPE.sub("", SURROGATES.sub("\ufffd", value)))
 
 
-_clean = clean_text  # the readers' name for it
-
-
 def _replace_surrogates(value: object) -> object:
     """A JSON value with lone surrogates (from `\\ud800`-style escapes) replaced by U+FFFD."""
     if isinstance(value, str):
@@ -274,11 +271,11 @@ def _replace_surrogates(value: object) -> object:
 
 
 def clean_value(value: object) -> object:
-    """A JSON value with every string in it (keys included) cleaned by `_clean`."""
+    """A JSON value with every string in it (keys included) cleaned by `clean_text`."""
     if isinstance(value, str):
-        return _clean(value)
+        return clean_text(value)
     if isinstance(value, list):
         return [clean_value(v) for v in value]
     if isinstance(value, dict):
-        return {_clean(str(k)): clean_value(v) for k, v in value.items()}
+        return {clean_text(str(k)): clean_value(v) for k, v in value.items()}
     return value

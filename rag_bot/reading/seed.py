@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from rag_bot.reading.files import CLEANED, SURROGATES, ReadResult, _clean, _lines, _read_text, _suffix, word_count
+from rag_bot.reading.files import CLEANED, SURROGATES, ReadResult, _lines, _read_text, _suffix, clean_text, word_count
 from rag_bot.reading.records import DEFAULT_MAX_ABSTRACT_CHARS, _cut_abstract, by_line, make_paper
 from rag_bot.types import Problem
 
@@ -26,10 +26,10 @@ COLLECTION_NAME = re.compile(r"\b((19|20)\d\d|papers|abstracts|proceedings|accep
 
 
 def _clean_lines(text: str, path: Path, result: ReadResult) -> list[str]:
-    """The lines of a text file, cleaned by `_clean`; each line that held something to remove is reported once."""
+    """The lines of a text file, cleaned by `clean_text`; each line that held something to remove is reported once."""
     lines = _lines(text)
     for n, line in enumerate(lines):
-        cleaned = _clean(line)
+        cleaned = clean_text(line)
         if cleaned != line and SURROGATES.sub("\ufffd", line) != cleaned:
             result.problems.append(Problem(path=str(path), line=n + 1, message=CLEANED))
         lines[n] = cleaned

@@ -13,11 +13,11 @@ from rag_bot.reading.files import (
     CLEANED,
     SURROGATES,
     ReadResult,
-    _clean,
     _lines,
     _read_text,
     _replace_surrogates,
     _stream_lines,
+    clean_text,
     clean_value,
 )
 from rag_bot.reading.records import DEFAULT_MAX_ABSTRACT_CHARS, add_record, by_line
@@ -141,8 +141,8 @@ def _add_csv_row(
     if len(row) > len(header):
         result.problems.append(Problem(path=str(path), line=lineno, message="more fields than the header"))
         return
-    record: dict[str, object] = {k: _clean(v).strip() for k, v in zip(header, row) if k}
-    if any(_clean(v) != SURROGATES.sub("\ufffd", v) for v in row):
+    record: dict[str, object] = {k: clean_text(v).strip() for k, v in zip(header, row) if k}
+    if any(clean_text(v) != SURROGATES.sub("\ufffd", v) for v in row):
         result.problems.append(Problem(path=str(path), line=lineno, message=CLEANED))
     if not any(record.values()):
         return

@@ -226,11 +226,16 @@ class ChromaStore:
         """Mark the collection as changed by a finished write (an import): lexical caches keyed by it rebuild."""
         self._mark(uuid.uuid4().hex, totals=True)
 
-    def _mark(self, generation: str, totals: bool = False) -> None:
+    def mark_writing(self) -> None:
+        """A write begins: the vector files are copied aside (`begin_write`) and the generation marked as being
+        written, so a reader's cache keyed by this collection (rag_bot/retrieval/lexicon.py) is stale from now on."""
+        self._mark(f"writing-{uuid.uuid4().hex}", writing=True)
+
+    def _mark(self, generation: str, totals: bool = False, writing: bool = False) -> None:
         """Record a new generation in the papers collection's metadata (with the totals when finished) and the
         model that writes; a write by another model than the collection's is refused first."""
         self.check_embedder()
-        if generation.startswith("writing-"):
+        if writing:
             self.begin_write()
         meta: dict[str, Any] = {GENERATION: generation, EMBEDDER: embedder_name(self.settings), **self._folder_record()}
         if totals:
@@ -243,7 +248,7 @@ class ChromaStore:
         if self.saved is None or not Path(self.settings.storage).is_dir():
             return []
         with self.writer_lock(wait=False) as held:
-            if not held or self.settings.chroma_url:
+            if not held:
                 return []  # another process writes (its own failure handling restores), or a read-only store
             try:
                 remove_stale_backups(self.settings)

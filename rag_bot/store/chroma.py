@@ -20,7 +20,7 @@ from chromadb.errors import ChromaError
 
 from rag_bot.errors import StoreError
 from rag_bot.settings import Settings, store_label  # noqa: F401 (re-exported: the store's label)
-from rag_bot.text import mask_credentials
+from rag_bot.text import mask_credentials, one_line
 
 log = logging.getLogger(__name__)
 
@@ -78,10 +78,6 @@ def open_client(settings: Settings) -> Any:
     except Exception as exc:
         log.debug("persistent Chroma client failed", exc_info=True)
         raise store_error(settings, "open", exc) from exc
-
-
-def one_line(exc: BaseException) -> str:
-    return mask_credentials(" ".join(str(exc).split())) or type(exc).__name__
 
 
 def _unreachable(settings: Settings, exc: BaseException, action: str = "open") -> StoreError:

@@ -27,12 +27,6 @@ MAX_BATCH = 128
 QUERY_CACHE = 256  # questions whose vectors are kept
 
 
-def one_line(text: object, limit: int = 160) -> str:
-    """A message (a server's reply, a library's error) on one line of at most `limit` characters, for the user."""
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[:limit] + "…"
-
-
 def _package_dir(package: str) -> Path:
     spec = importlib.util.find_spec(package)  # locates the package without importing it
     if spec is None or not spec.submodule_search_locations:

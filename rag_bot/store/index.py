@@ -31,10 +31,9 @@ from rag_bot.errors import StoreError
 from rag_bot.reading import identity
 from rag_bot.store.base import GENERATION
 from rag_bot.store.caches import sentence_file
-from rag_bot.store.chroma import one_line
 from rag_bot.store.reads import PaperReads
-from rag_bot.store.records import chunk_metadata, paper_from_record, paper_record
-from rag_bot.text import clean_markup
+from rag_bot.store.records import chunk_id, chunk_metadata, paper_from_record, paper_record
+from rag_bot.text import clean_markup, one_line
 from rag_bot.types import Paper
 
 log = logging.getLogger(__name__)
@@ -106,7 +105,7 @@ class PaperIndex(PaperReads):
         for n, node in enumerate(nodes):
             out.append(
                 # The title travels with the text to the model; the record keeps `chunk_metadata` of it.
-                TextNode(id_=f"{paper.doc_id}::{n}", text=node.get_content(),
+                TextNode(id_=chunk_id(paper.doc_id, n), text=node.get_content(),
                          metadata={"doc_id": paper.doc_id, "chunk": n, "title": paper.title})
             )
         return out
@@ -158,7 +157,7 @@ class PaperIndex(PaperReads):
         def start_writing() -> None:
             nonlocal writing
             if not writing:  # a reader's cache of this collection is stale from the first write on
-                self._mark(f"writing-{uuid.uuid4().hex}")
+                self.mark_writing()
                 writing = True
 
         keep: set[str] = set()

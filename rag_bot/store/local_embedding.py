@@ -28,7 +28,8 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from pydantic import PrivateAttr
 
 from rag_bot.errors import StoreError
-from rag_bot.store.embedding import MiniLMEmbedding, one_line, onnx_session
+from rag_bot.store.embedding import MiniLMEmbedding, onnx_session
+from rag_bot.text import one_line
 
 log = logging.getLogger(__name__)
 
@@ -239,7 +240,7 @@ def open_folder(path: Path, max_tokens: int) -> tuple[Any, Any, int | None]:
         try:
             return tokenizer, onnx_session(files[0]), None
         except Exception as exc:  # onnxruntime raises its own classes (InvalidProtobuf, Fail, ...) for a bad file
-            why = one_line(exc) or type(exc).__name__
+            why = one_line(exc, 160)
             raise ModelFolderError(f"{files[0]} cannot be loaded by onnxruntime ({why})") from None
     if files:
         encoder = BertEncoder(folder)
@@ -266,7 +267,7 @@ class FolderEmbedding(MiniLMEmbedding):
         try:
             self._dimensions = dimensions or int(self._embed_batch(["dimensions"]).shape[1])
         except Exception as exc:  # an ONNX graph that loads but does not run as a sentence encoder
-            why = one_line(exc) or type(exc).__name__
+            why = one_line(exc, 160)
             raise ModelFolderError(f"{path}: its model does not run as a sentence encoder ({why})") from None
         log.info("embedding model loaded from %s (%d dimensions)", path, self._dimensions)
 

@@ -20,17 +20,17 @@ import json
 import logging
 import os
 import tempfile
-import uuid
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 from rag_bot.errors import StoreError
 from rag_bot.store.base import backup_folder, remove_stale_backups
-from rag_bot.store.chroma import one_line, store_label
+from rag_bot.store.chroma import store_label
 from rag_bot.store.index import PaperIndex
 from rag_bot.store.portable_check import FORMAT, KINDS, VERSION, Plan, _lines, check_file, cleaned
 from rag_bot.store.records import chunk_metadata, portable_paper, stored_paper
+from rag_bot.text import one_line
 
 log = logging.getLogger(__name__)
 
@@ -155,8 +155,7 @@ def _write(index: PaperIndex, path: Path, plan: Plan, stale: set[str], progress:
     """Chunks first, then the replaced papers' old chunks that the file lacks go, then the papers (a paper's record
     is its commit marker); each kind in its own pass over the file, whatever the order of its lines. `started`
     gets True once the store has been written to."""
-    # A reader's cache keyed by this collection is stale from the first write on (rag_bot/retrieval/lexicon.py).
-    index._mark(f"writing-{uuid.uuid4().hex}")
+    index.mark_writing()
     started.append(True)
     for kind in KINDS:
         if kind == "paper":

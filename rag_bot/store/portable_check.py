@@ -16,7 +16,7 @@ from chromadb.api.types import validate_metadata
 from rag_bot.reading import limits
 from rag_bot.reading.files import clean_value
 from rag_bot.store.embedding import DIMENSIONS, MODEL_NAME
-from rag_bot.store.records import paper_from_record
+from rag_bot.store.records import chunk_id_parts, paper_from_record
 
 FORMAT = "rag-bot-collection"
 VERSION = 1
@@ -139,7 +139,7 @@ def _chunk_problem(record_id: str, metadata: dict[str, Any]) -> str | None:
         return "its metadata names no paper (doc_id)"
     if len(doc_id) > limits.ID_CHARS:
         return f"its paper id is {len(doc_id):,} characters long (the limit is {limits.ID_CHARS:,})"
-    named, _, n = record_id.rpartition("::")
+    named, n = chunk_id_parts(record_id)
     if not (named and n.isascii() and n.isdigit() and len(n) <= 6):
         return "its id is not '<paper id>::<n>'"
     if named != doc_id:

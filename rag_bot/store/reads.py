@@ -14,7 +14,7 @@ import numpy as np
 from rag_bot.errors import StoreError
 from rag_bot.reading import identity
 from rag_bot.store.base import _READ_BATCH, EMBEDDER, EMBEDDER_FOLDER, EMBEDDER_WEIGHTS, TOTALS, ChromaStore
-from rag_bot.store.records import joined, paper_from_record
+from rag_bot.store.records import chunk_id_parts, joined, paper_from_record
 from rag_bot.types import Paper
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ class PaperReads(ChromaStore):
             for chunk_id, meta in zip(got["ids"], got["metadatas"] or []):
                 doc_id = str((meta or {}).get("doc_id", ""))
                 out[doc_id] = out.get(doc_id, 0) + 1
-                if misnamed is not None and chunk_id.rpartition("::")[0] != doc_id:
+                if misnamed is not None and chunk_id_parts(chunk_id)[0] != doc_id:
                     misnamed.append(chunk_id)
         return out
 

@@ -113,6 +113,18 @@ def portable_paper(document: str | None, meta: dict[str, Any]) -> tuple[str, dic
 CHUNK_KEYS = ("doc_id", "chunk")  # all a chunk record keeps: its paper and its position
 
 
+def chunk_id(doc_id: str, n: int) -> str:
+    """The id of a paper's `n`th chunk: `<doc_id>::<n>` (an import and `doctor` check that a chunk's id names its
+    own paper: one that names another would take over that paper's chunk)."""
+    return f"{doc_id}::{n}"
+
+
+def chunk_id_parts(record_id: str) -> tuple[str, str]:
+    """The paper id and the number a chunk id names (`chunk_id` undone; the number as written)."""
+    named, _, n = record_id.rpartition("::")
+    return named, n
+
+
 def chunk_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
     """A chunk record's metadata as stored (from a node's, or an exported record's written by older versions with
     the title, source and llama-index's node JSON besides)."""

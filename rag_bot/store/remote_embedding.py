@@ -18,8 +18,8 @@ from pydantic import PrivateAttr
 
 from rag_bot.errors import StoreError
 from rag_bot.settings import Settings
-from rag_bot.store.embedding import ArrayEmbedding, one_line
-from rag_bot.text import mask_credentials
+from rag_bot.store.embedding import ArrayEmbedding
+from rag_bot.text import mask_credentials, one_line
 
 log = logging.getLogger(__name__)
 
@@ -96,10 +96,10 @@ class RemoteEmbedding(ArrayEmbedding):
             raise EmbeddingUnavailable(f"{where} cannot be reached: is it running? (RAG_BOT_EMBED_URL)") from None
         except openai.APIStatusError as exc:
             raise EmbeddingUnavailable(f"{where} refused the request: HTTP {exc.status_code} "
-                                       f"{mask_credentials(one_line(exc.message))}") from None
+                                       f"{one_line(exc.message, 160)}") from None
         except (ValueError, TypeError, AttributeError) as exc:  # the client's decoding (base64, no data, a page)
             raise EmbeddingUnavailable(f"{where} answered in a shape this reader does not know "
-                                       f"({mask_credentials(one_line(exc, 80))})") from None
+                                       f"({one_line(exc, 80)})") from None
         vectors = _vectors(reply, len(batch), where)
         size = vectors.shape[1]
         asked = self._settings.embed_dimensions

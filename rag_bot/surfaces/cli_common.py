@@ -9,17 +9,15 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from rag_bot.reading.files import clean_text
+
 
 def _print_answer(answer: Any, out: TextIO) -> None:
-    from rag_bot.reading.files import clean_text
-
     out.write(clean_text(answer.answer) + "\n")  # a model's (or an import's) terminal escapes never reach the terminal
     _print_sources(answer, out)
 
 
 def _print_sources(answer: Any, out: TextIO) -> None:
-    from rag_bot.reading.files import clean_text
-
     if answer.citations:
         out.write("\nSources:\n")
         for c in answer.citations:
