@@ -207,3 +207,89 @@ def holds_acronym(text: str, acronym: str) -> bool:
         if re.search(r"[\s\-]", found) or found.removesuffix("s") == acronym:
             return True
     return False
+
+
+# --- the topic as an answer's sentence quotes it ------------------------------------------------------------
+# A refusal quotes what the question is about, and a missing-part sentence names its concepts, in the question's
+# own words less its request ("Can you recommend a paper about", "What ... work exists on"). The parts of speech
+# come from TextBlob's English tagger (Pattern's lexicon and rules, shipped in its wheel: nothing is downloaded);
+# which words are request rather than topic is what the decision already holds: stop words, question phrasing
+# (`_PHRASING`) and the words that make no concept (`_EMPTY_CONCEPT`).
+# Tags that open no topic and end none: pronouns, wh-words, modals, determiners, prepositions, conjunctions,
+# adverbs and finite verbs ("Can you recommend a paper about ..." -> "baking bread").
+_EDGE_TAGS = ("PRP", "WP", "WDT", "WRB", "MD", "EX", "DT", "PDT", "IN", "TO", "CC", "RB", "VB", "VBZ", "VBP",
+              "VBD", "POS", "FW", "UH", "SYM", "LS", ":", ".", ",", "(", ")", '"', "''")
+# Tags that split a request from its topic wherever they stand (the one asking, what is asked of it).
+_REQUEST_TAGS = ("PRP", "WP", "WDT", "WRB", "MD", "EX")
+_PARTICIPLES = ("VBG", "VBN", "VBD")
+_QUOTED_WORD = re.compile(r"[\w(][\w'’\-./+()]*[\w)+]|\w")
+
+
+@lru_cache(maxsize=1)
+def _request_words() -> frozenset[str]:
+    # Stop words among them ("the", "of") join a topic's words as often as a request's: they split nothing.
+    return frozenset((_PHRASING | _EMPTY_CONCEPT) - _stop_words())
+
+
+@lru_cache(maxsize=1)
+def _request_stems() -> frozenset[str]:
+    return frozenset(word_stems(" ".join(_request_words())))
+
+
+@lru_cache(maxsize=512)
+def _tags(words: tuple[str, ...]) -> tuple[str, ...]:
+    from textblob.en import tag  # its lexicon loads in about 0.3 s: only when a sentence needs it
+
+    tagged = tag(" ".join(words), tokenize=False)
+    return tuple(t for _, t in tagged) if len(tagged) == len(words) else ("NN",) * len(words)
+
+
+def topic_phrase(text: str) -> str:
+    """The words of a question (or of one of its concepts) that say what it is about, as a sentence quotes them:
+    "Can you recommend a paper about baking bread?" -> "baking bread", "What machine learning work exists on
+    forecasting earthquakes?" -> "forecasting earthquakes"; "" when none is left."""
+    text = topic_query(text).strip()
+    for cut in (_ASIDE, _TRAILER, _OPENING):  # as `question_concepts` reads the topic, unless that leaves none
+        shorter = cut.sub("", text).strip(" ?.!,;")
+        text = shorter if topic_words(shorter) else text
+    matches = list(_QUOTED_WORD.finditer(text))
+    if not matches:
+        return ""
+    words = [m.group(0) for m in matches]
+    tags = _tags(tuple(words))
+    stop, request = _stop_words(), _request_stems()
+
+    def asks(i: int) -> bool:  # a word of the request, not of the topic
+        lower = words[i].lower()
+        return tags[i] in _REQUEST_TAGS or lower in _request_words() or bool(set(word_stems(lower)) & request)
+
+    def edge(i: int) -> bool:  # a word a quoted topic neither opens nor ends with
+        return asks(i) or tags[i] in _EDGE_TAGS or words[i].lower() in stop
+
+    # The request words split the question into runs; the topic is the run holding most of the words the decision
+    # counts (`topic_words`), the later one on a tie (a question states its request first).
+    runs: list[list[int]] = [[]]
+    for i in range(len(words)):
+        if asks(i):
+            runs.append([])
+        else:
+            runs[-1].append(i)
+    counted = {w.lower() for w, _ in topic_words(text)}
+    run = max(reversed(runs), key=lambda r: (sum(words[i].lower() in counted for i in r), len(r) > 0))
+    while run and edge(run[0]) or len(run) > 2 and tags[run[0]] in _PARTICIPLES and tags[run[1]] == "IN":
+        run = run[1:]  # and a request's verb with its preposition: "looking for", "known about", "published on"
+    while run and edge(run[-1]):
+        run = run[:-1]
+    if not run:
+        return ""
+    phrase = text[matches[run[0]].start():matches[run[-1]].end()]
+    # A general verb opening it ("use graph neural networks ...") is the request's, as in a concept's name.
+    lead = _LEAD_VERB.match(phrase)
+    return phrase[lead.end():] if lead and set(word_stems(lead.group(0))) <= _ignored_stems() else phrase
+
+
+@lru_cache(maxsize=1)
+def _stop_words() -> frozenset[str]:
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return frozenset(STOPWORDS_EN)

@@ -25,7 +25,7 @@ from rag_bot.retrieval import relevance
 from rag_bot.retrieval.relevance import RelevanceModel, Topic, covers
 from rag_bot.settings import Settings
 from rag_bot.store.sentences import SentenceIndex
-from rag_bot.topics import question_concepts, topic_acronyms, topic_query, topic_words
+from rag_bot.topics import question_concepts, topic_acronyms, topic_phrase, topic_query, topic_words
 from rag_bot.types import Mode, ScoredPaper
 
 log = logging.getLogger(__name__)
@@ -110,8 +110,11 @@ def missing_part(topic: str, ranked: Sequence[ScoredPaper]) -> tuple[str, list[S
     if len(concepts) < 2:
         return "", []
     closest = {name: next((p for p in ranked if covers(p.paper, stems)), None) for name, stems, _ in concepts}
-    held = [(name, general) for name, _, general in concepts if closest[name] is not None]
-    lacking = [name for name, _, _ in concepts if closest[name] is None]
+    # Each concept named in the question's words less its request ("there graph neural networks" -> "graph neural
+    # networks", "What machine learning work exists" -> "machine learning"): rag_bot/topics.py `topic_phrase`.
+    said = {name: topic_phrase(name) or name for name, _, _ in concepts}
+    held = [(said[name], general) for name, _, general in concepts if closest[name] is not None]
+    lacking = [said[name] for name, _, _ in concepts if closest[name] is None]
     chosen = list({p.paper.doc_id: p for p in closest.values() if p is not None}.values())
     if not held or all(general for _, general in held):
         # Only general words ("large language models") are held: nothing covers what the question is about.
@@ -119,8 +122,8 @@ def missing_part(topic: str, ranked: Sequence[ScoredPaper]) -> tuple[str, list[S
     if lacking:
         return (f"No paper in the collection covers {' or '.join(lacking)}; the closest papers below are about "
                 f"{' and '.join(n for n, _ in held)} only.", chosen)
-    return (f"No paper in the collection combines {concepts[0][0]} with "
-            f"{' and '.join(name for name, _, _ in concepts[1:])}; the closest papers below cover one or the "
+    return (f"No paper in the collection combines {said[concepts[0][0]]} with "
+            f"{' and '.join(said[name] for name, _, _ in concepts[1:])}; the closest papers below cover one or the "
             f"other.", chosen)
 
 

@@ -24,7 +24,7 @@ from rag_bot.nodes import PaperQuery, marked_sources, missing_note, scored_paper
 from rag_bot.settings import Settings
 from rag_bot.store.sentences import SentenceIndex
 from rag_bot.text import clean_markup
-from rag_bot.topics import topic_query
+from rag_bot.topics import topic_phrase
 from rag_bot.types import Answer, Filters, Mode, ScoredPaper
 from rag_bot.writing.citations import support_scores
 
@@ -32,10 +32,6 @@ log = logging.getLogger(__name__)
 
 RETRIEVED_IN_ANSWER = 10  # ranked papers listed in an answer's `retrieved`
 QUOTED_TOPIC_WORDS = 12  # a refusal quotes the question's topic back when it is at most this long (not a pasted abstract)
-# The words a question opens with before its topic ("how well do", "is there", "what are"), not quoted back.
-_QUESTION_LEAD = re.compile(r"^(?:(?:how(?: well| much| far)?|what|which|why|when|where|who)\s+(?:do|does|did|is|are|"
-                            r"can|could|would|should|was|were)\s+|(?:is|are) there (?:any )?|(?:do|does|can|could) )",
-                            re.IGNORECASE)
 _COMPARE = re.compile(
     r"\b(compare|comparison|contrast|versus|vs\.?|differ(?:s|ence|ences)?|similarit(?:y|ies)|"
     r"which is better|how does .+ relate to)\b",
@@ -82,7 +78,7 @@ def decline(question: str, mode: Mode, ranked: Sequence[ScoredPaper], filters: F
                 f"(the search is not widened to the whole collection).")
         return Answer(question=question, mode=mode, answer=text, grounded=False, citations=[], retrieved=[])
     nearest = ", ".join(f"*{clean_markup(p.paper.title)}*" for p in ranked[:3])
-    topic = _QUESTION_LEAD.sub("", topic_query(question)).strip(" ?.!")
+    topic = topic_phrase(question)  # "Can you recommend a paper about baking bread?" -> "baking bread"
     what = f"“{topic}”" if topic and len(topic.split()) <= QUOTED_TOPIC_WORDS else "this"
     text = missing or (f"The collection does not seem to cover {what}: no abstract in it is a close enough match "
                        "to answer with a citation.")

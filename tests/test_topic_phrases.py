@@ -1,0 +1,75 @@
+"""An honest answer's words (issue 37, item 6): a refusal, or the sentence saying what the collection lacks, names the
+question's topic in the question's words and none of the words the question was asked with."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+# How a newcomer asks: polite, roundabout, about papers or work or research, as a request or a question.
+FRAMES = [
+    "Are there papers that use {}?",
+    "Can you recommend a paper about {}?",
+    "What machine learning work exists on {}?",
+    "Which papers study {}?",
+    "I'd like to know about {}.",
+    "Is there any research on {}?",
+    "Do you know of work on {}?",
+    "I'm looking for papers about {}",
+    "Could you point me to research on {}?",
+    "Tell me about {}",
+    "Anything on {}?",
+    "What does the collection say about {}?",
+    "Please find papers on {}.",
+    "Show me work about {}",
+    "What is known about {}?",
+    "Any papers on {} that you can recommend?",
+    "I want to read about {}",
+    "What has been published on {}?",
+    "Do any of these papers discuss {}?",
+]
+# Topics none of the seeds' 38 abstracts is about (they are on language models), each one concept.
+ABSENT = ["baking bread", "coral reef bleaching", "medieval tax records", "wind turbine maintenance",
+          "sourdough fermentation", "volcanic ash dispersion", "tomato plant pruning", "predicting wine quality",
+          "honey bee colony collapse", "ancient pottery dating"]
+QUOTED = re.compile(r"does not seem to cover \u201c(.*?)\u201d")
+
+
+def words(text: str) -> set[str]:
+    return {w.lower() for w in re.findall(r"[\w']+", text)}
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(frame=st.sampled_from(FRAMES), topic=st.sampled_from(ABSENT))
+def test_a_refusal_quotes_the_topic_and_none_of_the_words_it_was_asked_with(engine, frame, topic):
+    answer = engine.ask(frame.format(topic))
+    assert not answer.grounded and answer.citations == []
+    quoted = QUOTED.search(answer.answer)
+    assert quoted, answer.answer
+    assert quoted.group(1) == topic, f"{frame!r}: quoted {quoted.group(1)!r}"
+    assert not (words(quoted.group(1)) & (words(frame) - words(topic)))
+
+
+@pytest.mark.parametrize(
+    ("question", "says", "leftover"),
+    [
+        ("Are there papers that use graph neural networks to evaluate chess positions?",
+         ("graph neural networks", "chess positions"), ("there", "use")),
+        ("What machine learning work exists on forecasting earthquakes?",
+         ("forecasting earthquakes",), ("What", "work", "exists")),
+        ("Has federated learning been applied to tomato plant pruning in any of these papers?",
+         ("federated learning", "tomato plant pruning"), ("Has", "these papers")),
+        ("Which papers combine quantum annealing with sea ice forecasting?",
+         ("quantum annealing", "sea ice forecasting"), ("Which", "papers")),
+    ],
+)
+def test_what_is_missing_is_said_in_the_topics_words(engine, question, says, leftover):
+    first = engine.ask(question).answer.split("\n")[0].split(" The nearest topics")[0]
+    assert first.startswith(("No paper in the collection", "The collection does not seem to cover")), first
+    for phrase in says:
+        assert phrase in first, first
+    for word in leftover:
+        assert not re.search(rf"\b{re.escape(word)}\b", first), f"{word!r} left in: {first}"
