@@ -29,17 +29,18 @@ import numpy as np
 
 from rag_bot.retrieval import bm25_build
 from rag_bot.retrieval.columns import Columns
+from rag_bot.retrieval.names import name_table
 from rag_bot.retrieval.packed import RecordReader, RecordWriter
 from rag_bot.retrieval.rows import IdTable
 from rag_bot.store.caches import cache_root
 from rag_bot.store.index import PaperIndex
-from rag_bot.text import clean_markup, normalize_name
+from rag_bot.text import clean_markup
 from rag_bot.types import Paper
 
 log = logging.getLogger(__name__)
 
-FORMAT = 5  # bump when what is saved (or how BM25 tokenises) changes (2: identifiers, 3: filter columns, 4: id table,
-# 5: records compressed, rag_bot/retrieval/packed.py)
+FORMAT = 6  # bump when what is saved (or how BM25 tokenises) changes (2: identifiers, 3: filter columns, 4: id table,
+# 5: records compressed, rag_bot/retrieval/packed.py; 6: titles' names in the name table, rag_bot/retrieval/names.py)
 _V = TypeVar("_V")
 _FIELDS = ("title", "text", "source", "aliases", "links", "authors", "venue", "year", "url", "identifiers")
 
@@ -127,7 +128,7 @@ class Lexicon:
 
     ids: Sequence[str] = field(default_factory=list)
     papers: Mapping[str, Paper] = field(default_factory=dict)
-    names: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # NameIndex.by_key
+    names: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # names.NameIndex.by_key
     bm25: Any = None
     doc_terms: Mapping[str, set[str]] = field(default_factory=dict)
     df: Mapping[str, int] = field(default_factory=dict)
@@ -253,7 +254,7 @@ def _build(index: PaperIndex, stemmer: Any, state: dict[str, Any], folder: Path)
             for paper in index.iter_papers():
                 ids.append(paper.doc_id)
                 records.add(json.dumps([getattr(paper, name) for name in _FIELDS], ensure_ascii=False).encode())
-                for key, entries in alias_table([paper]).items():  # the names only, not the paper's text
+                for key, entries in name_table([paper]).items():  # the names only, not the paper's text
                     names.setdefault(key, []).extend(entries)
                 page.append(paper)
                 if len(page) == PAGE:
@@ -289,17 +290,6 @@ def _build(index: PaperIndex, stemmer: Any, state: dict[str, Any], folder: Path)
     (folder / "done").write_text(time.strftime("%Y-%m-%dT%H:%M:%S"))
     log.info("lexicon of %d papers built in %.1f s", len(ids), time.perf_counter() - started)
     return len(ids)
-
-
-def alias_table(papers: list[Paper]) -> dict[str, list[tuple[str, str]]]:
-    """normalised name -> [(alias, doc_id)]: the names the papers introduce, for lookup (retrieve.NameIndex)."""
-    table: dict[str, list[tuple[str, str]]] = {}
-    for paper in papers:
-        for alias in paper.aliases:
-            key = normalize_name(alias)
-            if len(key) >= 2:
-                table.setdefault(key, []).append((alias, paper.doc_id))
-    return table
 
 
 def _keep(tmp: Path, folder: Path) -> None:

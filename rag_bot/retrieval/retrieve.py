@@ -2,8 +2,8 @@
 
 Dense search over the chunk and whole-abstract vectors in Chroma and BM25 (bm25s) over whole abstracts are
 fused by weighted reciprocal rank; chunks are aggregated to their paper (max); papers the question names
-("CorrSteer", "Quartet 2") are found through their aliases and put first. `PaperRetriever` is the llama-index
-retriever of the query engine: one node per paper (rag_bot/nodes.py).
+("RULER", "CorrSteer", "Quartet 2") are found through the names they go by (rag_bot/retrieval/names.py) and put
+first. `PaperRetriever` is the llama-index retriever of the query engine: one node per paper (rag_bot/nodes.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from rag_bot.nodes import PaperQuery, paper_node
 from rag_bot.retrieval.columns import Allowed, Columns
-from rag_bot.retrieval.lexicon import alias_table, load_or_build
+from rag_bot.retrieval.lexicon import load_or_build
+from rag_bot.retrieval.names import NAME_TOKEN, NameIndex, is_distinctive
 from rag_bot.settings import Settings
 from rag_bot.store.index import PaperIndex
 from rag_bot.text import normalize_name
@@ -54,46 +55,6 @@ AREA_CANDIDATES = 40  # papers retrieved for a summary or a comparison by topic 
 _ENDINGS = {"s", "d", "r", "y", "e", "n", "es", "ed", "er", "or", "al", "ly", "ic", "en", "ty", "st", "rs", "ds"}
 
 
-# A word as names are written: CorrSteer, Het-CPFLoRA, Quartet-II, GPT-4o, C++.
-_NAME_TOKEN = re.compile(r"[\w][\w\-–.+]*[\w+]|[\w]")
-
-
-@dataclass
-class NameIndex:
-    """Aliases of papers (the names they introduce), normalised for lookup."""
-
-    by_key: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # key -> [(alias, doc_id)]
-
-    @classmethod
-    def build(cls, papers: list[Paper]) -> NameIndex:
-        """The alias table of a collection."""
-        return cls(by_key=alias_table(papers))
-
-    def find(self, question: str, distinctive_only: bool = False) -> list[str]:
-        """doc_ids of papers named in the question, in the order they are named (with
-        `distinctive_only`, only names no ordinary text would contain: CorrSteer, Quartet II)."""
-        tokens = _NAME_TOKEN.findall(question)
-        first_seen: dict[str, int] = {}  # doc_id -> index of the token where its name starts
-        for size in (3, 2, 1):
-            for i in range(len(tokens) - size + 1):
-                raw = " ".join(tokens[i:i + size])
-                for alias, doc_id in self.by_key.get(normalize_name(raw), []):
-                    if distinctive_only and not _is_distinctive(alias):
-                        continue
-                    if _alias_matches(alias, raw):
-                        first_seen[doc_id] = min(i, first_seen.get(doc_id, i))
-        return sorted(first_seen, key=first_seen.__getitem__)
-
-
-def _alias_matches(alias: str, raw: str) -> bool:
-    # An all-capitals alias that is also a word (ECHO, BRIDGE, CAT, TIE) must be written in capitals;
-    # names with inner capitals or digits (CorrSteer, Quartet II) match however they are written.
-    letters = re.sub(r"[^A-Za-z]", "", alias)
-    if letters.isupper() and len(letters) <= 8:
-        return re.sub(r"[^A-Za-z0-9]", "", raw) == re.sub(r"[^A-Za-z0-9]", "", alias)
-    return True
-
-
 def _fuse(dense: dict[str, float], lexical: dict[str, float], dense_weight: float) -> dict[str, float]:
     """Weighted reciprocal-rank fusion of two rankings."""
     fused: dict[str, float] = {}
@@ -103,12 +64,6 @@ def _fuse(dense: dict[str, float], lexical: dict[str, float], dense_weight: floa
         for rank, doc_id in enumerate(sorted(ranking, key=ranking.__getitem__, reverse=True)):
             fused[doc_id] = fused.get(doc_id, 0.0) + weight / (RRF_K + rank + 1)
     return fused
-
-
-def _is_distinctive(alias: str) -> bool:
-    # Inner capitals or digits after lower case (CorrSteer, DSGym, Quartet II counts via "II" only when
-    # joined to a word): acronyms such as "LM" or "MST" and capitalised phrases appear in ordinary text.
-    return bool(re.search(r"[a-z][A-Z]|[a-z]-?[A-Z0-9]|[A-Z][a-z]+\s+(?:[IVX]+|\d)", alias))
 
 
 @dataclass(frozen=True)
@@ -150,12 +105,18 @@ class Snapshot:
         occurs in exactly one abstract of the collection, though the paper's derived aliases lack it (a benchmark
         or method an abstract mentions without "we propose X")."""
         found: list[str] = []
-        for raw in _NAME_TOKEN.findall(question):
-            if _is_distinctive(raw):
+        for raw in NAME_TOKEN.findall(question):
+            if is_distinctive(raw):
                 stems = stem(normalize_name(raw))
                 if len(stems) == 1 and self.df.get(stems[0]) == 1:
                     found.extend(self.bm25_scores(stems, 1))
         return found
+
+    def ordinary(self, key: str, papers: int, stem: Callable[[str], list[str]]) -> bool:
+        """Whether a name's word (normalised: "mentor") is an ordinary word of the collection: more abstracts hold
+        it than the `papers` it names, or it is a stop word ("Most") (rag_bot/retrieval/names.py)."""
+        stems = stem(key)
+        return not stems or (len(stems) == 1 and self.df.get(stems[0], 0) > papers)
 
     def matching(self, filters: Filters | None) -> Allowed | None:
         """The papers that pass the filters (None: no filter, every paper), from the filter columns: no record is
@@ -356,7 +317,8 @@ class PaperRetriever(BaseRetriever):
             fused = _fuse(self._feedback(snap, topic, fused, k, allowed), lexical, weights)
         # A long question (a pasted abstract, a query by example) names its own concepts, not papers of
         # the collection: there only unmistakable names count (measured on CSFCube, docs/eval.md).
-        named = snap.names.find(question, distinctive_only=long_question)
+        named = snap.names.find(question, distinctive_only=long_question,
+                                ordinary=lambda key, papers: snap.ordinary(key, papers, self._stems))
         if not long_question:
             named += [d for d in snap.unique_names(question, self._stems) if d not in named]
         named = [d for d in named if allowed is None or d in allowed]
