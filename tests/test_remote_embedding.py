@@ -122,10 +122,10 @@ def test_a_failing_server_is_one_clear_line_and_the_store_keeps_its_papers(stand
     state.mode = mode
     try:
         with pytest.raises(StoreError, match=message) as caught:
-            Engine(remote(storage, url, llm_timeout=0.5)).ask("a question nobody asked before about sheep")
+            Engine(remote(storage, url, embed_timeout=0.5)).ask("a question nobody asked before about sheep")
         assert "\n" not in str(caught.value) and url in str(caught.value)
         with pytest.raises(StoreError, match=message):
-            Engine(remote(storage, url, llm_timeout=0.5)).index.embedder.embed(["a new abstract"])
+            Engine(remote(storage, url, embed_timeout=0.5)).index.embedder.embed(["a new abstract"])
     finally:
         state.mode = "ok"
     assert Engine(remote(storage, url)).index.count() == before

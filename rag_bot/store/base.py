@@ -24,7 +24,7 @@ from rag_bot.store.chroma import (
     open_client,
     store_error,
 )
-from rag_bot.store.embedders import embedder_name, make_embedder
+from rag_bot.store.embedders import EMBEDDER_URL, RecordedModel, embedder_name, make_embedder, served_record
 from rag_bot.store.embedding import DIMENSIONS, MODEL_NAME, MiniLMEmbedding
 from rag_bot.store.local_embedding import folder_mismatch, weights_digest
 from rag_bot.store.segments import SavedVectors, damage, segment_folders
@@ -166,18 +166,30 @@ class ChromaStore:
         except Exception as exc:
             raise store_error(self.settings, "read", exc) from exc
 
+    def recorded_model(self) -> RecordedModel:
+        """The model the collection's vectors were made by, as the store records it (the settings' when empty)."""
+        if self.count() == 0:
+            return RecordedModel(embedder_name(self.settings))
+        meta = self.model_record()
+        return RecordedModel(str(meta.get(EMBEDDER) or MODEL_NAME), str(meta.get(EMBEDDER_URL) or ""),
+                             str(meta.get(EMBEDDER_FOLDER) or ""))
+
+    def stored_index_version(self) -> str:
+        """`index_version` with the recorded model in place of the settings' (what the papers' fingerprints hold)."""
+        return self.recorded_model().name + self.index_version.removeprefix(embedder_name(self.settings))
+
     def embedder_mismatch(self) -> str | None:
         """Why the settings' model must not embed for this collection (another model, or another model folder of
         the same name), as one line with the fix; None when it may, or the collection is empty."""
         if self.count() == 0:
             return None
-        meta = self.model_record()
-        stored, chosen = str(meta.get(EMBEDDER) or MODEL_NAME), embedder_name(self.settings)
+        meta, recorded = self.model_record(), self.recorded_model()
+        stored, chosen = recorded.name, embedder_name(self.settings)
         if stored != chosen:
-            return (f"the collection {self.settings.collection!r} was embedded with {stored}, but the settings choose "
-                    f"{chosen}: move it to the new model with `rag-bot ingest --reembed`, set the embedding settings "
-                    f"back (RAG_BOT_EMBED_URL, RAG_BOT_EMBED_MODEL, RAG_BOT_EMBED_PATH), or index into a new "
-                    f"collection (RAG_BOT_COLLECTION=...)")
+            return (f"the collection {self.settings.collection!r} was embedded with {recorded}, but the "
+                    f"settings choose {chosen}: to use it as it is, {recorded.settings()}; to move it to the "
+                    f"settings' model, run `rag-bot ingest --reembed`; or index into a new collection "
+                    f"(RAG_BOT_COLLECTION=...)")
         if self.settings.embed_path and meta.get(EMBEDDER_WEIGHTS):
             return folder_mismatch(self.settings.collection, str(meta.get(EMBEDDER_FOLDER, "")),
                                    str(meta[EMBEDDER_WEIGHTS]), self.settings.embed_path)
@@ -237,7 +249,8 @@ class ChromaStore:
         self.check_embedder()
         if writing:
             self.begin_write()
-        meta: dict[str, Any] = {GENERATION: generation, EMBEDDER: embedder_name(self.settings), **self._folder_record()}
+        meta: dict[str, Any] = {GENERATION: generation, EMBEDDER: embedder_name(self.settings), **self._folder_record(),
+                                **served_record(self.settings)}
         if totals:
             meta |= dict(zip(TOTALS, (self.count(), self.chunk_count())))
         self.papers.modify(metadata=meta)

@@ -4,11 +4,60 @@ RAG_BOT_EMBED_URL)."""
 
 from __future__ import annotations
 
+import re
+import shlex
+from dataclasses import dataclass
 from typing import Any
 
 from rag_bot.store.embedding import MODEL_NAME, MiniLMEmbedding
 from rag_bot.store.local_embedding import FolderEmbedding, local_name
 from rag_bot.store.remote_embedding import RemoteEmbedding, remote_name
+from rag_bot.text import mask_credentials
+
+# A served model's URL (credentials masked) is recorded beside its name, so that a command run without
+# RAG_BOT_EMBED_URL can say which server made the vectors and how to choose it again (issue 37).
+EMBEDDER_URL = "rag_bot_embedder_url"
+
+
+def served_record(settings: Any) -> dict[str, str]:
+    """The embeddings server's URL, credentials masked, for the metadata a write records (none for a model run here)."""
+    return {EMBEDDER_URL: mask_credentials(str(settings.embed_url))} if settings.embed_url else {}
+
+
+@dataclass(frozen=True)
+class RecordedModel:
+    """The model a collection records as the maker of its vectors: its name, and where it was (a served model's URL,
+    a model folder's path) when the store recorded that."""
+
+    name: str
+    url: str = ""
+    folder: str = ""
+
+    def where(self) -> str:
+        """Where the model was, as recorded ("served at http://...", "the folder /models/f"); "" when unrecorded."""
+        if self.name.startswith("api:") and self.url:
+            return f"served at {self.url}"
+        if self.name.startswith("local:") and self.folder:
+            return f"the folder {self.folder}"
+        return ""
+
+    def __str__(self) -> str:
+        return self.name + (f" ({self.where()})" if self.where() else "")
+
+    def settings(self) -> str:
+        """What to set (or unset) to choose this model again, the values ready to paste (masked credentials said)."""
+        if self.name.startswith("api:"):
+            model, dimensions = self.name[4:], ""
+            sized = re.fullmatch(r"(.+)@(\d+)", model)
+            if sized:
+                model, dimensions = sized.group(1), f" RAG_BOT_EMBED_DIMENSIONS={sized.group(2)}"
+            url = shlex.quote(self.url) if self.url else "<the URL of the server that serves it>"
+            masked = " (its credentials masked: put them back)" if "***@" in self.url else ""
+            return f"set RAG_BOT_EMBED_URL={url} RAG_BOT_EMBED_MODEL={shlex.quote(model)}{dimensions}{masked}"
+        if self.name.startswith("local:"):
+            return "set RAG_BOT_EMBED_PATH=" + (shlex.quote(self.folder) if self.folder else
+                                            f"<the model folder named {self.name[6:]}>")
+        return "unset RAG_BOT_EMBED_URL and RAG_BOT_EMBED_PATH (the shipped model)"
 
 
 def embedder_name(settings: Any) -> str:

@@ -135,6 +135,8 @@ class PaperReads(ChromaStore):
         wrong: dict[str, int] = {}
         samples: dict[str, list[str]] = {}
         mismatch = self.embedder_mismatch() or ""
+        # Against the model that made the vectors: a change of model is `model_mismatch`, with its own fix.
+        version = self.stored_index_version()
         for name, collection in (("papers", self.papers), ("chunks", self.chunks)):
             if mismatch:
                 break  # the settings' model is not the collection's: its dimension says nothing of the store
@@ -148,7 +150,7 @@ class PaperReads(ChromaStore):
             orphan_chunks=sum(n for d, n in per_paper.items() if d not in fingerprints),
             misnamed_chunks=misnamed,
             papers_without_chunks=sorted(d for d in fingerprints if d not in per_paper),
-            stale=sum(1 for fp in fingerprints.values() if not fp.endswith(f":{self.index_version}")),
+            stale=sum(1 for fp in fingerprints.values() if not fp.endswith(f":{version}")),
             unreadable=unreadable,
             wrong_dimension=wrong,
             sample_ids=samples,

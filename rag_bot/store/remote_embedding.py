@@ -1,8 +1,9 @@
 """Embeddings from any OpenAI-compatible `/v1/embeddings` server: OpenAI, Ollama, vLLM, llama.cpp's server,
 text-embeddings-inference (RAG_BOT_EMBED_URL, RAG_BOT_EMBED_MODEL; the key is the LLM's).
 
-Texts go in batches of `REMOTE_BATCH` through the `openai` client, which retries timeouts, 429s and 5xx with
-backoff and honours Retry-After. Vectors come back L2-normalised, like the shipped model's (every similarity in
+Texts go in batches through the `openai` client, which retries timeouts, 429s and 5xx with backoff and honours
+Retry-After. A request waits RAG_BOT_EMBED_TIMEOUT (not the LLM's timeout: a CPU server embeds about a passage a
+second), and batches are sized from the server's measured pace so that one takes at most half of it. Vectors come back L2-normalised, like the shipped model's (every similarity in
 rag-bot is a dot product of unit vectors). A server that is down, refuses, times out, returns vectors of another
 size or answers in another shape (an HTML page, NaN, nested or unindexed vectors) raises `EmbeddingUnavailable` with
 one line saying which server (its credentials masked) and what to check; nothing is written.
@@ -11,6 +12,7 @@ one line saying which server (its credentials masked) and what to check; nothing
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import numpy as np
@@ -23,7 +25,13 @@ from rag_bot.text import mask_credentials, one_line
 
 log = logging.getLogger(__name__)
 
-REMOTE_BATCH = 64  # texts per request: well inside OpenAI's 2,048 inputs and common servers' batch limits
+REMOTE_BATCH = 64  # texts per request at most: well inside OpenAI's 2,048 inputs and common servers' batch limits
+# The first request's texts, before the server's pace is known: 8 passages take 8 s on a CPU server embedding one
+# a second (issue 37), well inside the default RAG_BOT_EMBED_TIMEOUT.
+FIRST_BATCH = 8
+# The share of RAG_BOT_EMBED_TIMEOUT a batch is sized to take at the measured pace: room for a server busier than
+# when it was measured, and for texts longer than the average of the batch it was measured on.
+REQUEST_SHARE = 0.5
 
 
 class EmbeddingUnavailable(StoreError):
@@ -43,6 +51,7 @@ class RemoteEmbedding(ArrayEmbedding):
     _client: Any = PrivateAttr()
     _dimensions: int | None = PrivateAttr(default=None)
     _stored: int | None = PrivateAttr(default=None)
+    _pace: float | None = PrivateAttr(default=None)  # seconds per character of the last request, once measured
 
     def __init__(self, settings: Settings, stored_dimensions: int | None = None, **kwargs: Any) -> None:
         import openai
@@ -53,7 +62,7 @@ class RemoteEmbedding(ArrayEmbedding):
         self._settings = settings
         self._stored = stored_dimensions
         self._client = openai.OpenAI(base_url=settings.embed_url, api_key=settings.openai_api_key or "unused",
-                                     timeout=settings.llm_timeout, max_retries=settings.llm_retries)
+                                     timeout=settings.embed_timeout, max_retries=settings.llm_retries)
 
     @classmethod
     def class_name(cls) -> str:
@@ -75,11 +84,32 @@ class RemoteEmbedding(ArrayEmbedding):
     def embed(self, texts: list[str], prefix: str | None = None) -> np.ndarray:
         """Unit vectors of the texts, (n, dimensions); documents get the document prefix unless told otherwise."""
         prefix = self._settings.embed_document_prefix if prefix is None else prefix
-        parts = [self._request([prefix + t for t in texts[i:i + REMOTE_BATCH]])
-                 for i in range(0, len(texts), REMOTE_BATCH)]
+        given = [prefix + t for t in texts]
+        parts = []
+        start = 0
+        while start < len(given):
+            batch = given[start:start + self._batch_size(given, start)]
+            began = time.perf_counter()
+            parts.append(self._request(batch))
+            self._pace = (time.perf_counter() - began) / max(1, sum(map(len, batch)))
+            start += len(batch)
         if not parts:
             return np.zeros((0, self._dimensions or 0), dtype=np.float32)
         return np.vstack(parts)
+
+    def _batch_size(self, texts: list[str], start: int) -> int:
+        """How many texts from `start` the next request takes: as many as fit REQUEST_SHARE of the timeout at the
+        server's measured pace (FIRST_BATCH before it is measured), at least one, at most REMOTE_BATCH."""
+        if self._pace is None:
+            return FIRST_BATCH
+        budget = REQUEST_SHARE * self._settings.embed_timeout / max(self._pace, 1e-9)
+        size, chars = 0, 0
+        for text in texts[start:start + REMOTE_BATCH]:
+            chars += len(text)
+            if size and chars > budget:
+                break
+            size += 1
+        return size
 
     def _request(self, batch: list[str]) -> np.ndarray:
         import openai
@@ -90,8 +120,9 @@ class RemoteEmbedding(ArrayEmbedding):
             extra = {"dimensions": self._settings.embed_dimensions} if self._settings.embed_dimensions else {}
             reply = self._client.embeddings.create(model=self._settings.embed_model, input=batch, **extra)
         except openai.APITimeoutError:
-            raise EmbeddingUnavailable(f"{where} did not answer within {self._settings.llm_timeout:g} s "
-                                       "(RAG_BOT_LLM_TIMEOUT)") from None
+            raise EmbeddingUnavailable(f"{where} did not answer within {self._settings.embed_timeout:g} s "
+                                       f"(RAG_BOT_EMBED_TIMEOUT; a request of {len(batch)} texts): is it "
+                                       "overloaded? a slow server needs a larger RAG_BOT_EMBED_TIMEOUT") from None
         except openai.APIConnectionError:
             raise EmbeddingUnavailable(f"{where} cannot be reached: is it running? (RAG_BOT_EMBED_URL)") from None
         except openai.APIStatusError as exc:

@@ -238,12 +238,18 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     """Print the size and place of the index."""
     from rag_bot.engine import Engine
 
-    stats = Engine(settings).stats()
+    engine = Engine(settings)
+    stats = engine.stats()
+    # The model that made the vectors, which a command run without its settings must not hide (issue 37).
+    where, mismatch = engine.index.recorded_model().where(), engine.index.embedder_mismatch()
+    stats |= {"embedding_where": where, "embedding_mismatch": mismatch}
     if args.json:
         print(json.dumps(stats))
     else:
         print(f"{stats['papers']} papers, {stats['chunks']} chunks in the {stats['store']}")
-        print(f"embedding: {stats['embedding']}")
+        print(f"embedding: {stats['embedding']}" + (f" ({where})" if where else ""))
+        if mismatch:
+            print(f"warning: {mismatch}")
         print(f"sentence vectors stored: {stats['sentence_vectors']} papers (answers embed the others' at their "
               f"first use; `rag-bot ingest --sentences` embeds them all)")
         for source, n in stats["sources"].items():
@@ -264,7 +270,9 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
         return 1
     for line in index.repaired:  # vector files a failed write damaged, put back when the store opened
         print(f"repaired: {line}")
-    print(f"papers: {health.papers}, chunks: {health.chunks}, embedding: {index.index_version}")
+    where = index.recorded_model().where() if not health.model_folder else ""  # a folder has its own line
+    print(f"papers: {health.papers}, chunks: {health.chunks}, embedding: {index.stored_index_version()}"
+          + (f" ({where})" if where else ""))
     if health.model_folder:
         print(f"model folder: {health.model_folder}")
     # Its fix is in its line: no ingest may write with this model.
