@@ -1,6 +1,6 @@
 """Fit the relevance decision (rag_bot/retrieval/relevance.py) on labelled pairs, and report it on a locked part.
 
-    python bench/relevance_fit.py [--sizes 38 3000 22000] [--generated 300] [--write]
+    python bench/relevance_fit.py [--sizes 38 3000 22000] [--generated 300] [--write] [--reference]
 
 Data, per collection size (storage/bench-<size>, built by bench/collections.py; 38 is the seeds alone):
 - the dev set on the seeds (tests/data/dev_questions.jsonl), every candidate labelled by the expected papers;
@@ -10,6 +10,10 @@ Data, per collection size (storage/bench-<size>, built by bench/collections.py; 
   that paper (a positive pair, an answerable question); the same question with the paper and its near duplicates
   (same normalised title, or abstract vectors at cosine >= 0.95) taken out of the ranking is a near miss: its top
   papers are negative pairs and the question must be declined.
+
+The model also records the embedding model its signals were measured with and that model's statistics on the
+seeds' generated known items (`reference`: rag_bot/retrieval/calibrate.py measures the same for another model and
+fits its cosines onto them); `--reference` measures and writes only those, keeping the weights and cuts.
 
 Every question and generated paper falls in the locked part when sha1(id) % 3 == 0: no weight, cut or rule is
 chosen on it. The model and its cuts are fitted on the rest; both parts are reported (docs/eval.md). With
@@ -296,15 +300,42 @@ def best_f1_cut(p: np.ndarray, y: np.ndarray) -> float:
     return best
 
 
+def reference() -> tuple[str, dict]:
+    """The shipped embedder's name and its statistics on the seeds' generated known items (calibrate.measure)."""
+    from rag_bot.engine import Engine
+    from rag_bot.retrieval.calibrate import known_items, measure
+    from rag_bot.settings import Settings
+    from rag_bot.store.embedders import embedder_name
+
+    settings = Settings(storage=store_of(38))
+    engine = Engine(settings)
+    measured = measure(known_items(engine.retriever.papers), retrieve_for(engine), engine.grounding)
+    return embedder_name(settings), {**measured, "measured_on": "the seeds (bench/relevance_fit.py --reference)"}
+
+
+def retrieve_for(engine):
+    """A question's ranked papers (ask mode), as calibration retrieves them."""
+    from rag_bot.nodes import scored_paper
+
+    return lambda question: [scored_paper(n) for n in engine.retriever.retrieve(engine.query(question, "ask"))]
+
+
 def main() -> int:
-    from rag_bot.retrieval.relevance import FEATURES, MEASURED, RelevanceModel, Weights, with_shares
+    from rag_bot.retrieval.relevance import FEATURES, MEASURED, RelevanceModel, Weights, load, with_shares
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", nargs="*", type=int, default=[38, 3000, 22000])
     parser.add_argument("--generated", type=int, default=300)
     parser.add_argument("--write", action="store_true")
     parser.add_argument("--fresh", action="store_true", help="recompute the cached rows")
+    parser.add_argument("--reference", action="store_true", help="only measure and write the reference statistics")
     args = parser.parse_args()
+    embedder, statistics = reference()
+    if args.reference:
+        model = dataclasses.replace(load(), embedder=embedder, reference=statistics)
+        (ROOT / "rag_bot" / "retrieval" / "relevance_model.json").write_text(model.to_json())
+        print(json.dumps(statistics, indent=1))
+        return 0
     records: list[dict] = []
     for size in args.sizes:
         for part in ("known", "judged"):
@@ -360,7 +391,7 @@ def main() -> int:
                             text=True).stdout.strip()
     model = RelevanceModel(ask=families["ask"], area=families["area"], cuts=cuts,
                            fitted_on=f"bench/relevance_fit.py at {commit}: {len(y)} pairs ({int(y.sum())} relevant), "
-                           f"sizes {args.sizes}, fit part only")
+                           f"sizes {args.sizes}, fit part only", embedder=embedder, reference=statistics)
     report = {"model": json.loads(model.to_json()), "features": list(FEATURES), "parts": {}}
     for part in ("fit", "locked"):
         report["parts"][part] = evaluate(model, records, part)

@@ -21,6 +21,7 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 from rag_bot.errors import EmptyQuestionError, NoIndexError
 from rag_bot.nodes import PaperQuery, scored_paper
 from rag_bot.reading.corpus import ReadResult, scan_paths
+from rag_bot.retrieval.calibration_file import model_for
 from rag_bot.retrieval.ground import Grounding, GroundingPostprocessor
 from rag_bot.retrieval.lexicon import cached
 from rag_bot.retrieval.retrieve import PaperRetriever
@@ -242,6 +243,15 @@ class Engine:
         else:
             self._retriever.reload()
 
+    def calibrate(self) -> str:
+        """Fit the relevance decision to the store's embedding model when it is not the one the decision was fitted
+        on (rag_bot/retrieval/calibrate.py); one line saying what was done (CalibrationFailed when it cannot)."""
+        from rag_bot.retrieval.calibrate import calibrate
+
+        self.require_index()
+        return calibrate(self.settings, lambda q: [scored_paper(n) for n in self.retriever.retrieve(self.query(q, "ask"))],
+                         self.grounding, self.retriever.papers)
+
     # --- questions ------------------------------------------------------------------------------------------
     def ask(self, question: str, mode: Mode | None = None, history: Sequence[Turn] | None = None,
             max_papers: int | None = None, filters: Filters | None = None) -> Answer:
@@ -322,6 +332,9 @@ class Engine:
             answer = yield from self._drain(self.fallback.synthesize(query, nodes))
             answer.notice = f"The language model ({self.writer_name}) could not answer: {exc}. " \
                             f"This answer is from the offline composer."
+        uncalibrated = model_for(self.settings)[1]  # the store's model is not the decision's, and not calibrated
+        if uncalibrated:
+            answer.notice = f"{answer.notice} {uncalibrated}" if answer.notice else uncalibrated
         done = time.perf_counter()
         answer.question = clean_question(question)
         answer.timings_ms = {

@@ -22,6 +22,7 @@ from pydantic import ConfigDict
 
 from rag_bot.nodes import MISSING, SOURCE_RANK, PaperQuery, scored_paper
 from rag_bot.retrieval import relevance
+from rag_bot.retrieval.calibration_file import model_for
 from rag_bot.retrieval.relevance import RelevanceModel, Topic, covers
 from rag_bot.settings import Settings
 from rag_bot.store.sentences import SentenceIndex
@@ -153,7 +154,7 @@ class GroundingPostprocessor(BaseNodePostprocessor):
 
     def decide(self, query: PaperQuery, papers: Sequence[ScoredPaper]) -> Grounding:
         """The grounding decision for a question's ranked papers."""
-        model = relevance.load()
+        model, _ = model_for(self.settings)  # calibrated to the store's model when it is not MiniLM
         text = topic_query(query.question)
         chosen, rows = self.signals(query, papers, text)
         probabilities = model.probabilities(rows, query.mode).tolist()

@@ -5,7 +5,9 @@ word coverage, concepts held by meaning and by words, where it stands among the 
 function fitted on labelled pairs (bench/relevance_fit.py, docs/eval.md) turns the row into a probability: one
 for a direct answer, one for an area (summary, comparison). Grounding reads two cuts per family, fitted with it:
 whether the collection answers at all (the best paper's probability), and which papers are sources (an area's
-fitted per collection size). The model file records the data and the commit it was fitted on.
+fitted per collection size). The model file records the data and the commit it was fitted on, the embedding model
+whose vectors it was fitted on, and that model's statistics on generated known items (`reference`), which another
+model's `Calibration` is fitted to match (rag_bot/retrieval/calibrate.py).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -31,6 +33,36 @@ MEASURED = ("similarity", "sentence", "coverage", "weakest", "held", "joined", "
 SHARES = ("similarity", "sentence", "coverage")
 FEATURES = MEASURED + tuple(f"{name} share" for name in SHARES)
 MARGIN_NEIGHBOURS = 4  # papers below a paper (by similarity) whose mean similarity sets its margin
+# The signals that are cosines of another model's vectors (`Calibration` maps them): a paper's similarity, and its
+# sentences' (the best sentence's, and the weakest concept's best).
+PAPER_COSINES = ("similarity",)
+SENTENCE_COSINES = ("sentence", "weakest")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Affine maps that put another embedding model's cosines on the scale the model was fitted on: a paper's
+    similarity by `paper`, its sentences' by `sentence` (each (slope, intercept)); the gap and margin, differences of
+    similarities, scale with the paper's slope, and the shares are taken again from the mapped values."""
+
+    paper: tuple[float, float] = (1.0, 0.0)
+    sentence: tuple[float, float] = (1.0, 0.0)
+    embedder: str = ""  # the model whose cosines these maps take
+
+    def apply(self, rows: np.ndarray) -> np.ndarray:
+        """Rows of `FEATURES` of this model's cosines, as the fitted model's embedder would have given them."""
+        if rows.size == 0:
+            return rows
+        measured = np.array(rows[:, :len(MEASURED)], dtype=float)
+        for names, (slope, intercept) in ((PAPER_COSINES, self.paper), (SENTENCE_COSINES, self.sentence)):
+            for name in names:
+                column = measured[:, MEASURED.index(name)]
+                # 0 is "not measured" (a paper found by its words only): it stays 0.
+                measured[:, MEASURED.index(name)] = np.where(column == 0, 0.0,
+                                                             np.clip(slope * column + intercept, -1.0, 1.0))
+        for name in ("gap", "margin"):
+            measured[:, MEASURED.index(name)] *= self.paper[0]
+        return with_shares(measured)
 
 
 @dataclass(frozen=True)
@@ -63,6 +95,11 @@ class RelevanceModel:
     # several collection sizes (read between them on a log scale, held beyond them).
     cuts: dict[str, dict[str, float | list[list[float]]]]
     fitted_on: str = ""
+    embedder: str = ""  # the model whose vectors the signals were measured with
+    # That model's statistics on generated known items and near misses (calibrate.measure), for other models'
+    # calibration; empty in a model file from before them.
+    reference: dict = field(default_factory=dict)
+    calibration: Calibration | None = None  # set for another embedder's store (calibration_file.model_for)
 
     @staticmethod
     def family(mode: str) -> str:
@@ -71,6 +108,8 @@ class RelevanceModel:
 
     def probabilities(self, rows: np.ndarray, mode: str = "ask") -> np.ndarray:
         """The probability that each paper belongs to an answer in this mode, one per row of signals."""
+        if self.calibration is not None:
+            rows = self.calibration.apply(rows)
         return (self.ask if self.family(mode) == "ask" else self.area).probabilities(rows)
 
     def cut(self, mode: str, which: str, collection_size: int = 0) -> float:
@@ -86,7 +125,8 @@ class RelevanceModel:
         def part(w: Weights) -> dict[str, object]:
             return {"mean": list(w.mean), "scale": list(w.scale), "weights": list(w.weights), "bias": w.bias}
         return json.dumps({"features": list(FEATURES), "ask": part(self.ask), "area": part(self.area),
-                           "cuts": self.cuts, "fitted_on": self.fitted_on}, indent=1) + "\n"
+                           "cuts": self.cuts, "fitted_on": self.fitted_on, "embedder": self.embedder,
+                           "reference": self.reference}, indent=1) + "\n"
 
 
 @lru_cache(maxsize=4)
@@ -100,7 +140,8 @@ def load(path: Path = MODEL_FILE) -> RelevanceModel:
         return Weights(mean=tuple(d["mean"]), scale=tuple(d["scale"]), weights=tuple(d["weights"]),
                        bias=float(d["bias"]))
     return RelevanceModel(ask=part(data["ask"]), area=part(data["area"]), cuts=data["cuts"],
-                          fitted_on=str(data.get("fitted_on", "")))
+                          fitted_on=str(data.get("fitted_on", "")), embedder=str(data.get("embedder", "")),
+                          reference=dict(data.get("reference", {})))
 
 
 @dataclass(frozen=True)

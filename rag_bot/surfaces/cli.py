@@ -13,6 +13,7 @@ from rag_bot.errors import EmptyQuestionError, NoIndexError, StoreError
 from rag_bot.logs import configure_logging
 from rag_bot.settings import Settings, SettingsError, get_settings
 from rag_bot.surfaces.cli_ask import cmd_ask
+from rag_bot.surfaces.cli_calibrate import cmd_calibrate
 from rag_bot.surfaces.cli_common import (
     BadFlag,
     _add_filter_flags,
@@ -138,6 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("doctor", help="check the store (exit 1 with the fix when it is not healthy)")
     p.set_defaults(func=cmd_doctor)
+
+    p = sub.add_parser("calibrate", help="fit the relevance decision to the store's embedding model (docs/eval.md)")
+    p.set_defaults(func=cmd_calibrate)
 
     p = sub.add_parser("eval", help="score the pipeline on a labelled question set")
     p.add_argument("--set", help="JSONL question set (default: tests/data/dev_questions.jsonl)")

@@ -12,6 +12,7 @@ from typing import Any
 
 from rag_bot.errors import StoreError
 from rag_bot.settings import Settings
+from rag_bot.surfaces.cli_calibrate import calibrate_after_write
 from rag_bot.surfaces.cli_common import (
     BadFlag,
     _fail,
@@ -87,6 +88,7 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     if not result.papers and result.problems:
         return 1
     _prepare(engine)
+    calibrate_after_write(engine, changed=bool(report.written or report.removed))
     return 0
 
 
@@ -160,6 +162,9 @@ def _reembed(args: argparse.Namespace, settings: Settings) -> int:
         if bar is not None:
             bar.close()
     print(f"Moved {moved} papers: {said}.")
+    from rag_bot.engine import Engine
+
+    calibrate_after_write(Engine(settings))
     return 0
 
 
