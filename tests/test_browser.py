@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.test_ui import copy_store, running_server
+from tests.test_ui import running_server
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -37,8 +38,11 @@ WATCH_STREAM = """() => {
 
 @pytest.fixture(scope="module")
 def app_url(seed_storage, tmp_path_factory):
-    storage = copy_store(seed_storage, tmp_path_factory)
-    with running_server(storage, tmp_path_factory.mktemp("browser-serve")) as (url, _):
+    # The store as `make run` has it: `storage` in the server's working folder, so the status line (and
+    # docs/screenshot.png) reads "folder storage", not a temporary path.
+    workdir = tmp_path_factory.mktemp("browser-serve")
+    shutil.copytree(seed_storage, workdir / "storage")
+    with running_server(Path("storage"), workdir) as (url, _):
         yield url
 
 
