@@ -13,19 +13,13 @@ from rag_bot.text import clean_markup
 from rag_bot.topics import topic_query
 from rag_bot.types import Answer, Citation, Mode, Paper, ScoredPaper
 from rag_bot.writing.compose import _NUMERIC_QUESTION, PaperSynthesizer, word_deltas
+from rag_bot.writing.problems import PROBLEM_CUES, problem_sentence
 from rag_bot.writing.quotes import clean_quote, quoted, reads_alone
 from rag_bot.writing.roles import ROLES, role_probabilities, sentence_roles
 from rag_bot.writing.themes import STOP_WORDS as _STOP
 from rag_bot.writing.themes import Themes
 
 NEARLY = 0.08  # a sentence this close to a paper's best (similarity + overlap) is as relevant as it (see _ask)
-
-
-_PROBLEM_CUES = re.compile(
-    r"\b(however|yet|but|challeng\w*|limit\w*|fail\w*|suffer\w*|problem\w*|gap|costly|expensive|"
-    r"bottleneck\w*|struggl\w*|remain\w*|lack\w*|difficult\w*|hinder\w*|issue\w*)\b",
-    re.IGNORECASE,
-)
 
 
 _APPROACH_CUES = re.compile(
@@ -249,22 +243,25 @@ class OfflineComposer(PaperSynthesizer):
         for paper, sentences in zip(chosen, scored):
             ordered = [s for _, s in sentences]
             body, vectors = self.sentences.of(paper.paper)
-            probability = dict(zip(body, role_probabilities(vectors)))
+            role_p = role_probabilities(vectors)
+            probability = dict(zip(body, role_p))
             used: set[str] = set()
             pick: dict[str, str] = {}
             for row, cues, pool in (
                 ("Approach", _APPROACH_CUES, body),
-                ("Problem", _PROBLEM_CUES, body[: max(2, len(body) // 2)]),
+                ("Problem", PROBLEM_CUES, body[: max(2, len(body) // 2)]),
                 ("Reported results", _RESULT_CUES, list(reversed(body))),
             ):
                 # A row's sentence has the row's role (rag_bot/writing/roles.py): its cue-word candidates of that role,
                 # else its likeliest sentence of that role, else (Approach and results only) the cue-word
-                # candidates; an abstract that states no problem gets "—", not its background.
+                # candidates; Problem the sentence that states it (rag_bot/writing/problems.py, fitted), else "—"
+                # (an abstract that states no problem, not its background).
                 k = ROLES.index(_ROW_ROLE[row])
                 of_role = [s for s in body if s not in used and int(np.argmax(probability[s])) == k]
                 cued = [s for s in pool if cues.search(s) and s not in used] or [s for s in ordered if s not in used]
+                stated = [s for s in [problem_sentence(body, role_p, used)] if s] if row == "Problem" else []
                 candidates = [s for s in cued if s in of_role] or sorted(of_role, key=lambda s: -probability[s][k]) \
-                    or ([] if row == "Problem" else cued)
+                    or (stated if row == "Problem" else cued)
                 if row == "Approach":
                     # The contribution sentence first; a sentence reporting results belongs to the last row.
                     def approach(s: str) -> int:

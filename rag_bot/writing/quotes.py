@@ -35,7 +35,9 @@ _SELF = r"(?:paper|work|study|article|letter|note|manuscript|submission|report)"
 _BACK_REFERENCE = re.compile(rf"\b(?:this|these|those|that|such|the above|the aforementioned)\b(?!\s+{_SELF}\b)",
                              re.IGNORECASE)
 # "It" opening a sentence points back unless it is the expletive of "It is hard to …" / "It has been shown that …".
-_POINTING_START = re.compile(rf"^(?:(?:this|these|those|such|that)\b(?!\s+{_SELF}\b)|(?:they|its|their)\b|"
+# A reporting frame before it ("We argue that such a point estimate …", "We show that this …") still points back.
+_POINTING_START = re.compile(rf"^(?:we\s+(?:\w+\s+){{0,2}}?that\s+)?"
+                             rf"(?:(?:this|these|those|such|that)\b(?!\s+{_SELF}\b)|(?:they|its|their)\b|"
                              r"it\b(?!\s+(?:is|was|has been|remains|seems|turns out)\b[^.]*\b(?:to|that)\b))",
                              re.IGNORECASE)
 # A lead-in clause opens with a preposition, "to", or a participle ("Motivated by …", "Building on …"), never with

@@ -80,12 +80,18 @@ def heading_signals(surface: str, key: str, titles: Sequence[str], closeness: np
     ]
 
 
+def load_model(path: Path, signals: Sequence[str]) -> dict:
+    """A fitted logistic model saved as JSON (signals, mean, scale, weights, bias, cut), refused when it was fitted
+    on other signals than this version computes."""
+    model = json.loads(path.read_text(encoding="utf-8"))
+    if tuple(model["signals"]) != tuple(signals):
+        raise ValueError(f"{path}: fitted on signals {model['signals']}, this version has {list(signals)}")
+    return dict(model)
+
+
 @lru_cache(maxsize=2)
 def _model(path: Path = MODEL_FILE) -> dict:
-    model = json.loads(path.read_text(encoding="utf-8"))
-    if tuple(model["signals"]) != SIGNALS:
-        raise ValueError(f"{path}: fitted on signals {model['signals']}, this version has {list(SIGNALS)}")
-    return dict(model)
+    return load_model(path, SIGNALS)
 
 
 def fit_probability(rows: np.ndarray) -> np.ndarray:

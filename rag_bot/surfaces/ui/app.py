@@ -45,6 +45,11 @@ CSS = """
 .src-abstract mark { background: #ffe58a; color: inherit; padding: 0 1px; }
 a.cite { text-decoration: none; font-weight: 600; }
 .turn-sources > summary { cursor: pointer; font-weight: 600; margin-top: 6px; }
+/* Answer tables (the comparison): Gradio's Markdown wraps with overflow-wrap:anywhere, so at 1,440 px a column
+   shrank until its row labels broke inside words ("App/roa/ch"); here a word breaks only when alone it is wider
+   than its cell, and the row labels never break. */
+#chat table th, #chat table td { overflow-wrap: break-word; word-break: normal; hyphens: manual; }
+#chat table td:first-child, #chat table th:first-child { white-space: nowrap; min-width: max-content; }
 """
 
 # A click on an inline [n] scrolls to (and flashes) its source card, opening the answer's section first.

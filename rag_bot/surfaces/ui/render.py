@@ -32,10 +32,8 @@ TABLE_COLUMNS = ["Title", "Source", "ID", "Venue / year"]
 # 3,000 take 0.53 MB.
 MAP_POINTS = 3000
 MAP_LABEL = "Papers by topic (the last answer's sources: ★)"
-EMPTY_SOURCES = (
-    '<div class="sources-panel"><p>Sources of the answers appear here. Click a [n] in an answer to '
-    "jump to its source.</p></div>"
-)
+EMPTY_SOURCES = ('<div class="sources-panel"><p>Sources of the answers appear here. Click a [n] in an answer to '
+                 "jump to its source.</p></div>")
 
 
 def chosen_mode(label: str | None) -> Mode | None:
@@ -231,10 +229,15 @@ def example_prompts(cmap: CollectionMap, papers: Mapping[str, Paper]) -> list[li
     return examples
 
 
+def natural_key(text: str) -> tuple[str | int, ...]:
+    """A key that orders the numbers inside names by value: `x#2` before `x#10`."""
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
+
+
 def paper_rows(cmap: CollectionMap, papers: Mapping[str, Paper], query: str = "") -> list[int]:
-    """The map's rows, by source then id, whose title, source, id, venue, year or abstract contain every word of
-    the query (all rows for no query: then no paper is decoded, the map holds what the table shows)."""
-    order = sorted(range(len(cmap)), key=lambda i: (cmap.sources[i], cmap.doc_ids[i]))
+    """The map's rows, by source then id (`x#2` before `x#10`), whose title, source, id, venue, year or abstract
+    contain every word of the query (all rows for no query: then no paper is decoded, the map holds them)."""
+    order = sorted(range(len(cmap)), key=lambda i: (natural_key(cmap.sources[i]), natural_key(cmap.doc_ids[i])))
     words = query.lower().split()
     if not words:
         return order
@@ -307,8 +310,6 @@ def upload_summary(added: int, updated: int, unchanged: int, files: int, seconds
             lines.append(f"- … and {len(rejected) - 50} more")
     return "\n".join(lines)
 
-
-# --- saved conversations ----------------------------------------------------------------------------
 
 
 def permalink_html(link: str | None) -> str:
