@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from rag_bot.errors import StoreError
 from rag_bot.retrieval import relevance
 from rag_bot.retrieval.relevance import Calibration, RelevanceModel
 from rag_bot.settings import Settings
@@ -46,12 +47,16 @@ def needed(settings: Settings, model: RelevanceModel | None = None) -> bool:
 def save(settings: Settings, calibration: Calibration, measured: Mapping[str, Any]) -> Path:
     """Write the calibration atomically (a reader sees the old file or the new one, never half of one)."""
     path = calibration_path(settings)
-    path.parent.mkdir(parents=True, exist_ok=True)
     data = {"embedder": calibration.embedder, "paper": list(calibration.paper), "sentence": list(calibration.sentence),
             "measured": dict(measured), "reference": relevance.load().embedder}
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:  # a read-only or full store folder: the store answers as before
+        tmp.unlink(missing_ok=True)
+        raise StoreError(f"cannot save the calibration in {path.parent} ({exc.strerror or exc})") from None
     return path
 
 
