@@ -67,6 +67,13 @@ def _share(rows: list[dict], key: str, part: bool | None = None) -> float | None
     return round(sum(chosen) / len(chosen), 3) if chosen else None
 
 
+def shares(rows: list[dict], key: str, label: str | None = None) -> dict[str, float | None]:
+    """A figure over all rows, the locked part and the rest, under `label` (the key when not given)."""
+    label = label or key
+    return {label: _share(rows, key), f"{label} (locked)": _share(rows, key, True),
+            f"{label} (rest)": _share(rows, key, False)}
+
+
 def abstract_named(engine, title_keys: set[str], limit: int | None) -> list[dict]:
     """"What is NAME?" for the first name each paper's abstract introduces (`Paper.aliases`, read at ingest), when
     no title is named so and no other paper introduces it: found first (retrieval only)."""
@@ -125,17 +132,11 @@ def measure(engine, limit: int | None, pairs: int | None) -> dict:
         if wrong:
             false.append({"id": q["id"], "question": q["question"], "named": wrong})
     return {
-        "engine": str(Path(rag_bot.__file__).parent.parent), "papers": engine.index.count(), "self-named": len(named), "answers asked": sum("answered" in r for r in singles),
-        "found first": _share(singles, "found first"), "answered": _share(singles, "answered"),
-        "found first (locked)": _share(singles, "found first", True),
-        "found first (rest)": _share(singles, "found first", False),
-        "answered (locked)": _share(singles, "answered", True), "answered (rest)": _share(singles, "answered", False),
-        "comparisons": len(compared), "cites both": _share(compared, "cites both"),
-        "cites both (locked)": _share(compared, "cites both", True),
-        "cites both (rest)": _share(compared, "cites both", False),
-        "abstract names asked": len(by_abstract), "abstract names found first": _share(by_abstract, "found first"),
-        "abstract names found first (locked)": _share(by_abstract, "found first", True),
-        "abstract names found first (rest)": _share(by_abstract, "found first", False),
+        "engine": str(Path(rag_bot.__file__).parent.parent), "papers": engine.index.count(), "self-named": len(named),
+        "answers asked": sum("answered" in r for r in singles),
+        **shares(singles, "found first"), **shares(singles, "answered"),
+        "comparisons": len(compared), **shares(compared, "cites both"),
+        "abstract names asked": len(by_abstract), **shares(by_abstract, "found first", "abstract names found first"),
         "judged questions": len(judged), "false name matches": len(false), "false matches": false,
         "seconds": round(time.perf_counter() - started, 1),
         "misses": [r["name"] for r in singles if not (r["found first"] and r.get("answered", True))][:40],

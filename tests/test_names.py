@@ -78,3 +78,17 @@ def test_only_a_name_a_paper_goes_by_names_a_paper(named_engine):
     assert not any(p.named for p in ranked)
     assert ranked[0].paper.doc_id == "mentoring"
     assert named_engine.retriever.retrieve_papers("What is MENTOR?")[0].named
+
+
+def test_a_concept_of_the_field_names_a_paper_only_when_asked_for_alone():
+    # "SGD: General Analysis ..." goes by SGD, which 300 of 1,000 abstracts use: "What is SGD?" asks for the paper,
+    # "SGD for sparse models" for the concept.
+    from rag_bot.retrieval.names import NameIndex, Usage
+    from rag_bot.topics import word_stems
+    from rag_bot.types import Paper
+
+    paper = Paper(doc_id="sgd", title="SGD: General Analysis and Improved Rates", source="test",
+                  text="A general analysis of stochastic gradient descent covering many variants.")
+    names, usage = NameIndex.build([paper]), Usage(df={"sgd": 300}, papers=1000, stem=word_stems)
+    assert names.find("What is SGD?", usage=usage) == ["sgd"]
+    assert names.find("Does SGD generalise better than adaptive methods for sparse models?", usage=usage) == []

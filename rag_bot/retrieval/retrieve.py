@@ -23,7 +23,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from rag_bot.nodes import PaperQuery, paper_node
 from rag_bot.retrieval.columns import Allowed, Columns
 from rag_bot.retrieval.lexicon import load_or_build
-from rag_bot.retrieval.names import NAME_TOKEN, NameIndex, is_distinctive
+from rag_bot.retrieval.names import NAME_TOKEN, NameIndex, Usage, is_distinctive
 from rag_bot.settings import Settings
 from rag_bot.store.index import PaperIndex
 from rag_bot.text import normalize_name
@@ -111,12 +111,6 @@ class Snapshot:
                 if len(stems) == 1 and self.df.get(stems[0]) == 1:
                     found.extend(self.bm25_scores(stems, 1))
         return found
-
-    def ordinary(self, key: str, papers: int, stem: Callable[[str], list[str]]) -> bool:
-        """Whether a name's word (normalised: "mentor") is an ordinary word of the collection: more abstracts hold
-        it than the `papers` it names, or it is a stop word ("Most") (rag_bot/retrieval/names.py)."""
-        stems = stem(key)
-        return not stems or (len(stems) == 1 and self.df.get(stems[0], 0) > papers)
 
     def matching(self, filters: Filters | None) -> Allowed | None:
         """The papers that pass the filters (None: no filter, every paper), from the filter columns: no record is
@@ -318,7 +312,7 @@ class PaperRetriever(BaseRetriever):
         # A long question (a pasted abstract, a query by example) names its own concepts, not papers of
         # the collection: there only unmistakable names count (measured on CSFCube, docs/eval.md).
         named = snap.names.find(question, distinctive_only=long_question,
-                                ordinary=lambda key, papers: snap.ordinary(key, papers, self._stems))
+                                usage=Usage(snap.df, len(snap.ids), self._stems))
         if not long_question:
             named += [d for d in snap.unique_names(question, self._stems) if d not in named]
         named = [d for d in named if allowed is None or d in allowed]
