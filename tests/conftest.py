@@ -140,6 +140,27 @@ def run_cli(storage: Path, *args: str, **env: str) -> Any:
                           timeout=300, env=clean, cwd=storage.parent, stdin=subprocess.DEVNULL)
 
 
+def run_main(monkeypatch, capsys, storage: Path, *args: str, **env: str) -> tuple[int, str, str]:
+    """`rag-bot` as run_cli runs it, but in this process through cli.main (an interpreter start costs 3-4 s on the
+    CI runner): returns (exit code, stdout, stderr). For tests about what a command says; keep run_cli where what
+    reaches a real terminal (no traceback, the exit status of the console script) is the point."""
+    import logging
+
+    from rag_bot.surfaces.cli import main
+
+    for key in [k for k in os.environ if k.startswith(("RAG_BOT_", "OPENAI_"))]:
+        monkeypatch.delenv(key)
+    for key, value in ({"RAG_BOT_STORAGE": str(storage)} | env).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.chdir(storage.parent)  # the console script's working folder (where a .env would be read)
+    # A log handler made by an earlier test writes to that test's stderr: main makes a fresh one on this one.
+    monkeypatch.setattr(logging.getLogger("rag_bot"), "handlers", [])
+    capsys.readouterr()
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
 def paper_with(engine, fragment: str) -> str:
     """doc_id of the one paper that introduces the name (else whose abstract contains the fragment)."""
     from rag_bot.text import clean_markup

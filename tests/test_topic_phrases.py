@@ -6,8 +6,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 # How a newcomer asks: polite, roundabout, about papers or work or research, as a request or a question.
 FRAMES = [
@@ -42,15 +40,31 @@ def words(text: str) -> set[str]:
     return {w.lower() for w in re.findall(r"[\w']+", text)}
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(frame=st.sampled_from(FRAMES), topic=st.sampled_from(ABSENT))
-def test_a_refusal_quotes_the_topic_and_none_of_the_words_it_was_asked_with(engine, frame, topic):
+def refusal_problem(engine, frame: str, topic: str) -> str:
+    """What is wrong with the answer to the frame asked about the topic ("" when it is a refusal quoting the topic
+    and none of the frame's own words)."""
     answer = engine.ask(frame.format(topic))
-    assert not answer.grounded and answer.citations == []
+    if answer.grounded or answer.citations:
+        return "answered, not refused"
     quoted = QUOTED.search(answer.answer)
-    assert quoted, answer.answer
-    assert quoted.group(1) == topic, f"{frame!r}: quoted {quoted.group(1)!r}"
-    assert not (words(quoted.group(1)) & (words(frame) - words(topic)))
+    if not quoted:
+        return f"no quoted topic in {answer.answer!r}"
+    if quoted.group(1) != topic:
+        return f"quoted {quoted.group(1)!r}"
+    leftover = words(quoted.group(1)) & (words(frame) - words(topic))
+    return f"the frame's words {sorted(leftover)} quoted" if leftover else ""
+
+
+# Every frame with two topics, every topic with three or four frames, the same ones every run: 38 offline refusals
+# take 2 s (load 5 on 2 cores), where hypothesis's random 10 of the 190 passed or failed by chance and shrinking a
+# failure took 37 s. All 190 take 12 s there.
+PAIRS = [(frame, ABSENT[(2 * n + k) % len(ABSENT)]) for n, frame in enumerate(FRAMES) for k in (0, 1)]
+
+
+def test_a_refusal_quotes_the_topic_and_none_of_the_words_it_was_asked_with(engine):
+    wrong = [f"{frame.format(topic)!r}: {problem}" for frame, topic in PAIRS
+             if (problem := refusal_problem(engine, frame, topic))]
+    assert not wrong, f"{len(wrong)} of {len(PAIRS)}:\n" + "\n".join(wrong)
 
 
 @pytest.mark.parametrize(
