@@ -1,4 +1,6 @@
-"""The real `rag-bot` console script, run in subprocesses as a user runs it."""
+"""The real `rag-bot` console script, run in subprocesses as a user runs it (each test at least once; a test's
+follow-up commands, and all but one case of a parametrized test, go through the same main in this process, `run_in`:
+an interpreter start is 3-4 s)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from rag_bot.text import clean_markup
-from tests.conftest import SEEDS, paper_with
+from tests.conftest import SEEDS, paper_with, run_main
 
 BIN = Path(sys.executable).parent
 RAG_BOT = str(BIN / "rag-bot")
@@ -36,6 +38,18 @@ def run(seed_storage, tmp_path_factory):
             (exe or [RAG_BOT]) + list(args), input=stdin, capture_output=True, text=True, timeout=180,
             env=_env(storage or seed_storage), cwd=cwd,
         )
+
+    return _run
+
+
+@pytest.fixture
+def run_in(seed_storage, monkeypatch, capsys):
+    """`run`'s commands through cli.main in this process, with the same environment; a CompletedProcess."""
+
+    def _run(*args: str, storage: Path | None = None) -> subprocess.CompletedProcess[str]:
+        code, out, err = run_main(monkeypatch, capsys, storage or seed_storage, *args,
+                                  GRADIO_ANALYTICS_ENABLED="False")
+        return subprocess.CompletedProcess(list(args), code, out, err)
 
     return _run
 
@@ -117,8 +131,8 @@ def test_batch_from_stdin(run):
 
 
 @pytest.mark.parametrize("question", ["", "   "], ids=["empty", "blank"])
-def test_empty_question_exits_2_with_one_line_message(run, question):
-    proc = run("ask", question)
+def test_empty_question_exits_2_with_one_line_message(run, run_in, question):
+    proc = (run if question == "" else run_in)("ask", question)
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert "Traceback" not in proc.stderr
@@ -219,9 +233,8 @@ def test_lone_surrogate_record_is_indexed_with_a_warning_not_a_crash(run, tmp_pa
 
 
 @pytest.mark.parametrize(("name", "content"), [("empty.jsonl", ""), ("header-only.csv", "id,title,abstract\n")])
-def test_prune_with_an_empty_file_keeps_the_index_and_says_why(run, tmp_path, name, content):
-    store = tmp_path / "store"
-    assert run("ingest", "--quiet", str(SEEDS), storage=store).returncode == 0
+def test_prune_with_an_empty_file_keeps_the_index_and_says_why(run, run_in, seed_storage, tmp_path, name, content):
+    store = _copy_store(seed_storage, tmp_path)  # `rag-bot ingest --quiet seeds` made the same store
     empty = tmp_path / name
     empty.write_text(content)
     proc = run("ingest", "--quiet", "--prune", str(empty), storage=store)
@@ -230,7 +243,7 @@ def test_prune_with_an_empty_file_keeps_the_index_and_says_why(run, tmp_path, na
     assert f"warning: {empty}: no records" in proc.stderr
     assert "--prune was skipped" in proc.stderr
     assert "The index holds 38 papers" in proc.stdout
-    assert run("stats", storage=store).stdout.startswith("38 papers, ")
+    assert run_in("stats", storage=store).stdout.startswith("38 papers, ")
 
 
 @pytest.mark.parametrize("args", [["stats"], ["ask", "how", "does", "capkv", "work"]], ids=["stats", "ask"])
@@ -288,12 +301,12 @@ def test_unexpected_error_is_one_line_and_the_traceback_goes_to_debug_logging(ru
     assert "Traceback" in debug.stderr and "RuntimeError: boom" in debug.stderr
 
 
-def test_ask_cite_prints_the_cited_papers_in_each_format(run, engine):
+def test_ask_cite_prints_the_cited_papers_in_each_format(run, run_in, engine):
     import bibtexparser
     import rispy
 
     question = "Compare CorrSteer and SARSteer"
-    answer = json.loads(run("ask", "--json", question).stdout)
+    answer = json.loads(run_in("ask", "--json", question).stdout)
     cited = {c["doc_id"] for c in answer["citations"]}
     assert len(cited) == 2
     out = run("ask", "--cite", "bibtex", question).stdout
@@ -301,9 +314,9 @@ def test_ask_cite_prints_the_cited_papers_in_each_format(run, engine):
     library = bibtexparser.parse_string(bibtex)
     assert not library.failed_blocks and len(library.entries) == 2
     assert {e["title"] for e in library.entries} == {engine.papers[d].title for d in cited}
-    ris = json.loads(run("ask", "--json", "--cite", "ris", question).stdout)["references"]
+    ris = json.loads(run_in("ask", "--json", "--cite", "ris", question).stdout)["references"]
     assert len(rispy.loads(ris)) == 2
-    csl = json.loads(json.loads(run("ask", "--json", "--cite", "csl", question).stdout)["references"])
+    csl = json.loads(json.loads(run_in("ask", "--json", "--cite", "csl", question).stdout)["references"])
     assert {item["note"].split()[2].rstrip(";") for item in csl} == cited
 
 
@@ -335,10 +348,10 @@ def test_a_bad_url_setting_masks_its_credentials(seed_storage, tmp_path):
     (b"\n   \n\n", 3), (b"\xff\xfe\n\xc3(\n", 2), (b"", 0),
     ("\ufeff\n\u200b\n\x00\x00\n".encode(), 3),  # a byte-order mark, a zero-width space, NULs: invisible
 ])
-def test_a_batch_without_a_readable_line_says_so_and_exits_2(run, tmp_path, content, skipped):
+def test_a_batch_without_a_readable_line_says_so_and_exits_2(run, run_in, tmp_path, content, skipped):
     batch = tmp_path / "questions.txt"
     batch.write_bytes(content)
-    proc = run("ask", "--batch", str(batch))
+    proc = (run if content == b"\n   \n\n" else run_in)("ask", "--batch", str(batch))
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.splitlines()[-1] == (
         f"rag-bot: no question in {batch} ({skipped} lines skipped); put one question per line")
@@ -346,8 +359,8 @@ def test_a_batch_without_a_readable_line_says_so_and_exits_2(run, tmp_path, cont
 
 
 @pytest.mark.parametrize("question", ["\u200b", "\ufeff", "\u200b \u2060", "\U000e0020", "\u180e\u034f", "\u2800"])
-def test_a_question_of_invisible_characters_is_empty(run, question):
-    proc = run("ask", question)
+def test_a_question_of_invisible_characters_is_empty(run, run_in, question):
+    proc = (run if question == "\u200b" else run_in)("ask", question)
     assert proc.returncode == 2 and proc.stdout == "" and "the question is empty" in proc.stderr
 
 
@@ -365,7 +378,8 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("flags", [["--rebuild"], ["--rebuild", "--prune"], []])
-def test_a_mistyped_ingest_path_is_one_line_exit_2_and_the_store_is_untouched(run, seed_storage, tmp_path, flags):
+def test_a_mistyped_ingest_path_is_one_line_exit_2_and_the_store_is_untouched(run, run_in, seed_storage, tmp_path,
+                                                                              flags):
     """`ingest --rebuild seedz/` used to move a healthy store aside before finding that seedz/ does not exist."""
     import shutil
 
@@ -382,13 +396,13 @@ def test_a_mistyped_ingest_path_is_one_line_exit_2_and_the_store_is_untouched(ru
     # A source inside the store folder would be moved aside with it: refused the same way.
     inside = store / "papers.jsonl"
     inside.write_text('{"id": "x", "title": "A title", "abstract": "An abstract of several words here."}\n')
-    proc = run("ingest", "--rebuild", "--quiet", str(inside), storage=store)
+    proc = run_in("ingest", "--rebuild", "--quiet", str(inside), storage=store)
     assert proc.returncode == 2 and "inside the store folder" in proc.stderr and len(proc.stderr.splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["store"]
 
 
 @pytest.mark.parametrize("source", ["empty-folder", "garbage.jsonl.gz", "/dev/null"])
-def test_a_rebuild_from_sources_that_give_no_paper_keeps_the_store(run, seed_storage, tmp_path, source):
+def test_a_rebuild_from_sources_that_give_no_paper_keeps_the_store(run, run_in, seed_storage, tmp_path, source):
     """`ingest --rebuild` with a path that exists but yields no paper used to set a healthy store aside for an
     empty one."""
     import shutil
@@ -399,12 +413,12 @@ def test_a_rebuild_from_sources_that_give_no_paper_keeps_the_store(run, seed_sto
     (tmp_path / "empty-folder").mkdir()
     (tmp_path / "garbage.jsonl.gz").write_bytes(b"\x1f\x8b not really gzip")
     path = source if source.startswith("/") else str(tmp_path / source)
-    proc = run("ingest", "--rebuild", "--quiet", path, storage=store)
+    proc = (run if source == "empty-folder" else run_in)("ingest", "--rebuild", "--quiet", path, storage=store)
     assert proc.returncode == 2, proc.stderr
     assert "so the store was not rebuilt; nothing was changed" in proc.stderr.strip().splitlines()[-1]
     assert not [p for p in tmp_path.iterdir() if ".broken-" in p.name], "nothing set aside"
     assert _files(store) == before
-    assert "CorrSteer" in run("ask", "What does CorrSteer do?", storage=store).stdout
+    assert "CorrSteer" in run_in("ask", "What does CorrSteer do?", storage=store).stdout
 
 
 # --- doctor notices what breaks every question, and one unreadable paper breaks none (issue 19) --------------------
@@ -417,7 +431,8 @@ def _copy_store(seed_storage: Path, tmp_path: Path) -> Path:
     return store
 
 
-def test_a_paper_whose_metadata_cannot_be_read_is_skipped_and_doctor_names_it(run, engine, seed_storage, tmp_path):
+def test_a_paper_whose_metadata_cannot_be_read_is_skipped_and_doctor_names_it(run, run_in, engine, seed_storage,
+                                                                               tmp_path):
     from rag_bot.settings import Settings
     from rag_bot.store.index import PaperIndex
 
@@ -431,7 +446,7 @@ def test_a_paper_whose_metadata_cannot_be_read_is_skipped_and_doctor_names_it(ru
     assert proc.returncode == 0, proc.stderr
     assert kept in [c["doc_id"] for c in _objects(proc.stdout)[0]["citations"]]
     assert f"paper {broken} skipped" in proc.stderr and "'authors'" in proc.stderr, proc.stderr
-    doctor = run("doctor", storage=store)
+    doctor = run_in("doctor", storage=store)
     assert doctor.returncode == 1, doctor.stdout
     problem = next(line for line in doctor.stdout.splitlines() if "cannot be read" in line)
     assert broken in problem and "'authors'" in problem and "not valid JSON" in problem
@@ -474,7 +489,7 @@ def test_ingest_leaves_the_search_index_ready_for_the_first_question(run, tmp_pa
     assert lexicon is not None and sorted(lexicon.ids) == ["p0", "p1"]
 
 
-def test_ingest_sentences_readies_every_stored_paper_once_and_refuses_paths(run, seed_storage, tmp_path):
+def test_ingest_sentences_readies_every_stored_paper_once_and_refuses_paths(run, run_in, seed_storage, tmp_path):
     """`rag-bot ingest --sentences` embeds the sentences of the stored papers that lack them (an imported
     collection has none), and a second run embeds nothing."""
     import shutil
@@ -488,7 +503,7 @@ def test_ingest_sentences_readies_every_stored_paper_once_and_refuses_paths(run,
     index = PaperIndex(Settings(storage=store))
     path = cache_root(index, "sentences") / SENTENCE_FILE
     shutil.rmtree(path.parent, ignore_errors=True)  # the session's answers on the seed store may have filled some
-    assert json.loads(run("stats", "--json", storage=store).stdout)["sentence_vectors"] == 0
+    assert json.loads(run_in("stats", "--json", storage=store).stdout)["sentence_vectors"] == 0
     assert not path.parent.exists(), "stats made no file"
     first = run("ingest", "--sentences", "--quiet", storage=store)
     assert first.returncode == 0, first.stderr
@@ -496,9 +511,9 @@ def test_ingest_sentences_readies_every_stored_paper_once_and_refuses_paths(run,
     with sqlite3.connect(path) as db:
         stored = {doc_id for (doc_id,) in db.execute("SELECT doc_id FROM vectors")}
     assert stored == {p.doc_id for p in index.all_papers()}
-    again = run("ingest", "--sentences", "--quiet", storage=store)
+    again = run_in("ingest", "--sentences", "--quiet", storage=store)
     assert again.returncode == 0 and "Embedded the sentences of 0 papers (38 had them already)" in again.stdout
-    assert json.loads(run("stats", "--json", storage=store).stdout)["sentence_vectors"] == 38
-    assert "sentence vectors stored: 38 papers" in run("stats", storage=store).stdout
-    refused = run("ingest", "--sentences", str(SEEDS), storage=store)
+    assert json.loads(run_in("stats", "--json", storage=store).stdout)["sentence_vectors"] == 38
+    assert "sentence vectors stored: 38 papers" in run_in("stats", storage=store).stdout
+    refused = run_in("ingest", "--sentences", str(SEEDS), storage=store)
     assert refused.returncode == 2 and "give it no paths" in refused.stderr and "Traceback" not in refused.stderr
