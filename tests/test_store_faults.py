@@ -21,7 +21,7 @@ from rag_bot.store.chroma import store_label
 from rag_bot.store.index import PaperIndex
 from rag_bot.surfaces.cli import main
 
-from .conftest import SEEDS
+from .conftest import SEEDS, run_main
 
 BIN = Path(sys.executable).parent
 QUESTION = "How can federated LoRA fix rotational misalignment of client updates before averaging?"
@@ -107,13 +107,15 @@ sys.exit(main(["ingest", "--quiet", sys.argv[3]]))
 @pytest.mark.slow
 @pytest.mark.parametrize("room", [50_000, 300_000])
 def test_a_real_write_failure_is_one_line_and_stats_ask_and_a_rerun_work(
-    tmp_path: Path, seed_list, room: int
+    tmp_path: Path, seed_list, room: int, monkeypatch, capsys
 ) -> None:
-    """A real failing write (the file-size limit makes sqlite's writes fail like a full disk does)."""
+    """A real failing write (the file-size limit makes sqlite's writes fail like a full disk does). The failing
+    ingest and the first question after it run as fresh processes; the other commands through cli.main here (an
+    interpreter start is 3-4 s)."""
     storage = tmp_path / "store"
     first = tmp_path / "first.txt"
     first.write_text("ICML 2026 Papers\n\n" + "\n\n".join(p.text for p in seed_list[:4]) + "\n")
-    assert _run(["ingest", "--quiet", str(first)], storage).returncode == 0
+    assert run_main(monkeypatch, capsys, storage, "ingest", "--quiet", str(first))[0] == 0
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_BOT_", "OPENAI_"))}
     env["RAG_BOT_STORAGE"] = str(storage)
     full = subprocess.run([sys.executable, "-c", _FILL_THE_DISK, str(storage), str(room), str(SEEDS)], env=env,
@@ -123,17 +125,17 @@ def test_a_real_write_failure_is_one_line_and_stats_ask_and_a_rerun_work(
     assert len(line) == 1 and "Traceback" not in full.stderr
     assert line[0].startswith("rag-bot: the store could not be written (disk full?):")
 
-    stats = _run(["stats", "--json"], storage)
-    assert stats.returncode == 0, stats.stderr
+    code, _, err = run_main(monkeypatch, capsys, storage, "stats", "--json")
+    assert code == 0, err
     index = PaperIndex(Settings(storage=storage))
     assert not _orphans(index), "chunks of unfinished papers must not remain"
     assert index.count() >= 4
     ask = _run(["ask", "--json", QUESTION], storage)
     assert ask.returncode == 0, ask.stderr
-    rerun = _run(["ingest", "--quiet", str(SEEDS)], storage)
-    assert rerun.returncode == 0, rerun.stderr
-    doctor = _run(["doctor"], storage)
-    assert doctor.returncode == 0 and "healthy" in doctor.stdout, doctor.stdout
+    code, _, err = run_main(monkeypatch, capsys, storage, "ingest", "--quiet", str(SEEDS))
+    assert code == 0, err
+    code, out, _ = run_main(monkeypatch, capsys, storage, "doctor")
+    assert code == 0 and "healthy" in out, out
 
 
 def test_orphan_chunks_are_removed_on_open(tmp_path: Path, seed_list, embedder) -> None:
