@@ -288,6 +288,13 @@ def topic_phrase(text: str) -> str:
     return phrase[lead.end():] if lead and set(word_stems(lead.group(0))) <= _ignored_stems() else phrase
 
 
+def is_request(concept: str) -> bool:
+    """Whether a concept the question was split into is only its request ("What has been published", "what's
+    here"): no noun, adjective, number or gerund is left of it once the request's words are taken off."""
+    words = [m.group(0) for m in _QUOTED_WORD.finditer(topic_phrase(concept))]
+    return not any(t.startswith(("NN", "JJ", "CD", "FW", "VBG")) for t in _tags(tuple(words))) if words else True
+
+
 @lru_cache(maxsize=1)
 def _stop_words() -> frozenset[str]:
     from bm25s.stopwords import STOPWORDS_EN

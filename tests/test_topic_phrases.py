@@ -33,7 +33,8 @@ FRAMES = [
 ABSENT = ["baking bread", "coral reef bleaching", "medieval tax records", "wind turbine maintenance",
           "sourdough fermentation", "volcanic ash dispersion", "tomato plant pruning", "predicting wine quality",
           "honey bee colony collapse", "ancient pottery dating"]
-QUOTED = re.compile(r"does not seem to cover \u201c(.*?)\u201d")
+# The two refusals: one topic declined, or a join of concepts none of which the collection holds.
+QUOTED = re.compile(r"does not seem to cover \u201c(.*?)\u201d|^No paper in the collection covers (.*?)\.(?: |$)")
 
 
 def words(text: str) -> set[str]:
@@ -49,9 +50,10 @@ def refusal_problem(engine, frame: str, topic: str) -> str:
     quoted = QUOTED.search(answer.answer)
     if not quoted:
         return f"no quoted topic in {answer.answer!r}"
-    if quoted.group(1) != topic:
-        return f"quoted {quoted.group(1)!r}"
-    leftover = words(quoted.group(1)) & (words(frame) - words(topic))
+    said = quoted.group(1) or quoted.group(2)
+    if said != topic:
+        return f"quoted {said!r}"
+    leftover = words(said) & (words(frame) - words(topic))
     return f"the frame's words {sorted(leftover)} quoted" if leftover else ""
 
 

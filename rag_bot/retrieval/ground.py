@@ -26,7 +26,7 @@ from rag_bot.retrieval.calibration_file import model_for
 from rag_bot.retrieval.relevance import RelevanceModel, Topic, covers
 from rag_bot.settings import Settings
 from rag_bot.store.sentences import SentenceIndex
-from rag_bot.topics import question_concepts, topic_acronyms, topic_phrase, topic_query, topic_words
+from rag_bot.topics import is_request, question_concepts, topic_acronyms, topic_phrase, topic_query, topic_words
 from rag_bot.types import Mode, ScoredPaper
 
 log = logging.getLogger(__name__)
@@ -107,7 +107,8 @@ def missing_part(topic: str, ranked: Sequence[ScoredPaper]) -> tuple[str, list[S
     """For a question no paper answers that joins concepts ("X for Y"): the sentence saying which part the
     collection lacks, and the closest paper on each part it holds (none when it holds none of the question's
     distinctive concepts). ("", []) for a question of one concept: it is declined."""
-    concepts = question_concepts(topic)
+    # A part that is only the request ("What has been published" on X) is no concept a paper could hold.
+    concepts = tuple(c for c in question_concepts(topic) if not is_request(c[0]))
     if len(concepts) < 2:
         return "", []
     closest = {name: next((p for p in ranked if covers(p.paper, stems)), None) for name, stems, _ in concepts}
@@ -118,8 +119,11 @@ def missing_part(topic: str, ranked: Sequence[ScoredPaper]) -> tuple[str, list[S
     lacking = [said[name] for name, _, _ in concepts if closest[name] is None]
     chosen = list({p.paper.doc_id: p for p in closest.values() if p is not None}.values())
     if not held or all(general for _, general in held):
-        # Only general words ("large language models") are held: nothing covers what the question is about.
-        return f"No paper in the collection covers {' or '.join(lacking)}.", []
+        # Only general words ("large language models") are held: nothing covers what the question is about. When
+        # nothing is held, that is said as the question's topic (a part split off with its request, "What machine
+        # learning work exists", is not one of its concepts).
+        said_all = (topic_phrase(topic) if not held else "") or " or ".join(lacking)
+        return f"No paper in the collection covers {said_all}.", []
     if lacking:
         return (f"No paper in the collection covers {' or '.join(lacking)}; the closest papers below are about "
                 f"{' and '.join(n for n, _ in held)} only.", chosen)
