@@ -38,6 +38,7 @@ def reembed(settings: Settings, progress: Callable[[int], None] | None = None,
     if old.count() == 0:
         raise StoreError(f"the collection {settings.collection!r} is empty: there is nothing to re-embed "
                          "(`rag-bot ingest` indexes files with the model the settings choose)")
+    before = old.recorded_model().name  # the model that made the old vectors (the settings name the new one)
     papers = old.all_papers()
     if on_start:
         on_start(len(papers))
@@ -46,7 +47,7 @@ def reembed(settings: Settings, progress: Callable[[int], None] | None = None,
         raise StoreError(f"staged {staging.count()} of {len(papers)} papers; run the same command again to resume")
     moved = len(papers)
     _swap(settings, staging)
-    return moved, f"re-embedded with {old.index_version.split('/')[0]} -> {staging.index_version.split('/')[0]}"
+    return moved, f"re-embedded with {before} -> {staging.index_version.split('/')[0]}"
 
 
 def _swap(settings: Settings, staging: PaperIndex) -> None:
