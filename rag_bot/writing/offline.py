@@ -259,9 +259,12 @@ class OfflineComposer(PaperSynthesizer):
                 k = ROLES.index(_ROW_ROLE[row])
                 of_role = [s for s in body if s not in used and int(np.argmax(probability[s])) == k]
                 cued = [s for s in pool if cues.search(s) and s not in used] or [s for s in ordered if s not in used]
-                stated = [s for s in [problem_sentence(body, role_p, used)] if s] if row == "Problem" else []
-                candidates = [s for s in cued if s in of_role] or sorted(of_role, key=lambda s: -probability[s][k]) \
-                    or (stated if row == "Problem" else cued)
+                candidates = [s for s in cued if s in of_role] or sorted(of_role, key=lambda s: -probability[s][k])
+                if not candidates and row == "Problem":  # scored only when no sentence's likeliest role is problem
+                    stated = problem_sentence(body, role_p, used)
+                    candidates = [stated] if stated else []
+                elif not candidates:
+                    candidates = cued
                 if row == "Approach":
                     # The contribution sentence first; a sentence reporting results belongs to the last row.
                     def approach(s: str) -> int:

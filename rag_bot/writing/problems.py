@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_bot.writing.roles import ROLES
-from rag_bot.writing.themes import load_model
+from rag_bot.writing.themes import load_model, logistic
 
 MODEL_FILE = Path(__file__).with_name("problem_model.json")
 SIGNALS = ("background", "problem", "method", "result", "cue", "position")
@@ -47,9 +47,7 @@ def _model(path: Path = MODEL_FILE) -> dict:
 
 def problem_scores(sentences: Sequence[str], probabilities: np.ndarray) -> np.ndarray:
     """How likely each sentence states the abstract's problem (0..1), by the fitted model."""
-    model = _model()
-    rows = (problem_signals(sentences, probabilities) - np.array(model["mean"])) / np.array(model["scale"])
-    return np.asarray(1 / (1 + np.exp(-(rows @ np.array(model["weights"]) + model["bias"]))))
+    return logistic(_model(), problem_signals(sentences, probabilities))
 
 
 def problem_sentence(sentences: Sequence[str], probabilities: np.ndarray, taken: Collection[str] = ()) -> str:

@@ -94,11 +94,15 @@ def _model(path: Path = MODEL_FILE) -> dict:
     return load_model(path, SIGNALS)
 
 
-def fit_probability(rows: np.ndarray) -> np.ndarray:
-    """The fitted probability that each row of signals is a heading that fits its group."""
-    model = _model()
+def logistic(model: dict, rows: np.ndarray) -> np.ndarray:
+    """A model of `load_model`'s probability for each row of its signals (standardised, weighted, squashed)."""
     z = (np.asarray(rows, dtype=float) - np.array(model["mean"])) / np.array(model["scale"])
     return np.asarray(1 / (1 + np.exp(-(z @ np.array(model["weights"]) + model["bias"]))))
+
+
+def fit_probability(rows: np.ndarray) -> np.ndarray:
+    """The fitted probability that each row of signals is a heading that fits its group."""
+    return logistic(_model(), rows)
 
 
 class Themes:
