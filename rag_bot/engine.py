@@ -10,7 +10,6 @@ answer, the engine has the offline writer answer from the same grounded nodes.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -18,8 +17,9 @@ from typing import Any
 
 from llama_index.core.query_engine import RetrieverQueryEngine
 
-from rag_bot.errors import EmptyQuestionError, NoIndexError
+from rag_bot.errors import NoIndexError
 from rag_bot.nodes import PaperQuery, scored_paper
+from rag_bot.question import checked_question, clean_question, detect_mode, is_follow_up
 from rag_bot.reading.corpus import ReadResult, scan_paths
 from rag_bot.retrieval.calibration_file import model_for
 from rag_bot.retrieval.ground import Grounding, GroundingPostprocessor
@@ -30,33 +30,12 @@ from rag_bot.store.chroma import store_label
 from rag_bot.store.index import IngestReport, PaperIndex
 from rag_bot.store.sentences import SentenceIndex, stored_count
 from rag_bot.types import Answer, Filters, Mode, Paper, Turn, final_answer
-from rag_bot.writing.compose import PaperSynthesizer, WriterUnavailable, detect_mode
+from rag_bot.writing.compose import PaperSynthesizer, WriterUnavailable
 from rag_bot.writing.offline import OfflineComposer
 
 log = logging.getLogger(__name__)
 
-_FOLLOW_UP = re.compile(
-    r"^(?:and|but|also|what about|how about|which of (?:them|these|those)|do any|does any|of these|"
-    r"among (?:them|these))\b|\b(?:they|them|these|those|it|its|their|each of)\b",
-    re.IGNORECASE,
-)
 REWRITE_TURNS = 3  # earlier turns the model sees when it rewrites a follow-up
-MAX_QUESTION_CHARS = 4000  # a pasted abstract fits; longer text only slows every stage down
-_UNPRINTABLE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-# Characters that show nothing: format characters (zero-width space and joiners, the byte-order mark, bidi
-# controls, soft hyphen, the Mongolian vowel separator, tags), the combining grapheme joiner, variation selectors,
-# Hangul fillers and the blank Braille pattern. A question of only these is empty; inside a word they would split
-# its match.
-_INVISIBLE = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f"
-                        "\u2800\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e007f]")
-
-
-def clean_question(question: str | None) -> str:
-    """A question as the stages take it: one line of printable text, lone surrogates (from undecodable bytes)
-    replaced, at most MAX_QUESTION_CHARS characters."""
-    text = (question or "").encode("utf-8", "replace").decode("utf-8")
-    text = _INVISIBLE.sub("", _UNPRINTABLE.sub(" ", text))
-    return " ".join(text.split())[:MAX_QUESTION_CHARS]
 
 
 def default_writer(settings: Settings, sentences: SentenceIndex) -> PaperSynthesizer:
@@ -270,9 +249,7 @@ class Engine:
     def query(self, question: str, mode: Mode | None = None, history: Sequence[Turn] | None = None,
               max_papers: int | None = None, stream: bool = False, filters: Filters | None = None) -> PaperQuery:
         """The question as the query engine takes it: what to search with, what to answer, in which mode."""
-        question = clean_question(question)
-        if not question:
-            raise EmptyQuestionError("the question is empty")
+        question = checked_question(question)  # empty or over the limit: one line the surface shows
         history = list(history or [])
         rewritten = self.rewrite_question(question, history) if history else None
         previous = history[-1] if history else None
@@ -364,7 +341,7 @@ class Engine:
     def standalone_question(self, question: str, history: Sequence[Turn]) -> str:
         """The question to retrieve with: a follow-up ("and which of them is fastest?") gets the terms of
         the previous question carried over."""
-        if not history or not _FOLLOW_UP.search(question):
+        if not history or not is_follow_up(question):
             return question
         return f"{history[-1].question} {question}"
 

@@ -9,5 +9,13 @@ class NoIndexError(RuntimeError):
     """The store holds no papers yet."""
 
 
-class EmptyQuestionError(ValueError):
+class QuestionError(ValueError):
+    """The question cannot be asked as given; the message says why (rag_bot.question.checked_question)."""
+
+
+class EmptyQuestionError(QuestionError):
     """The question is empty or blank."""
+
+
+class QuestionTooLongError(QuestionError):
+    """The question is over the one length limit every surface shares (rag_bot.question.MAX_QUESTION_CHARS)."""

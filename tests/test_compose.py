@@ -7,8 +7,8 @@ from functools import lru_cache
 
 import pytest
 
+from rag_bot.question import detect_mode
 from rag_bot.text import clean_markup, split_sentences
-from rag_bot.writing.compose import detect_mode
 from rag_bot.writing.quotes import quoted
 from tests.conftest import paper_with
 

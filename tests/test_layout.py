@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "rag_bot"
-SHARED = {"types", "nodes", "settings", "prompts", "text", "topics", "sanitize", "errors", "logs"}
+SHARED = {"types", "nodes", "settings", "prompts", "text", "topics", "sanitize", "errors", "logs", "question"}
 STAGES = ["reading", "store", "retrieval", "writing", "engine", "evaluation", "surfaces"]
 MAX_LINES = 400
 

@@ -127,8 +127,8 @@ def test_uploads_are_checked_for_type_and_size(tmp_path) -> None:
 
 
 def test_example_prompts_come_from_the_collection_one_per_mode(engine) -> None:
+    from rag_bot.question import detect_mode
     from rag_bot.surfaces.collection_map import build_map
-    from rag_bot.writing.compose import detect_mode
 
     papers = engine.index.all_papers()
     cmap = build_map(papers, engine.index.paper_vectors([p.doc_id for p in papers]))

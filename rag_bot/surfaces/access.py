@@ -25,9 +25,9 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-# Largest request body: a question is capped at 2,000 characters and a long answer is about 6 kB, so 1 MiB holds
-# a conversation of well over a hundred turns; a 200 MB body no longer reaches the JSON parser (it took the server
-# to 1.09 GB).
+# Largest request body: a question is capped at 4,000 characters (rag_bot.question) and a long answer is about
+# 6 kB, so 1 MiB holds a conversation of about a hundred turns; a 200 MB body no longer reaches the JSON parser (it
+# took the server to 1.09 GB).
 MAX_BODY = 1 << 20
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 _WILDCARDS = frozenset({"0.0.0.0", "::", ""})

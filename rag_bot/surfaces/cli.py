@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from rag_bot.errors import EmptyQuestionError, NoIndexError, StoreError
+from rag_bot.errors import NoIndexError, QuestionError, StoreError
 from rag_bot.logs import configure_logging
 from rag_bot.settings import Settings, SettingsError, get_settings
 from rag_bot.surfaces.cli_ask import cmd_ask
@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     except (NoIndexError, StoreError) as exc:
         log.debug("stopped", exc_info=True)
         return _fail(str(exc))
-    except (EmptyQuestionError, BadFlag) as exc:
+    except (QuestionError, BadFlag) as exc:
         return _fail(str(exc), 2)
     except KeyboardInterrupt:
         return _fail("interrupted; run the same command again to finish", 130)

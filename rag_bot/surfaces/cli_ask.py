@@ -8,7 +8,8 @@ import logging
 import sys
 from typing import Any, TextIO
 
-from rag_bot.errors import EmptyQuestionError, NoIndexError, StoreError
+from rag_bot.errors import EmptyQuestionError, NoIndexError, QuestionError, StoreError
+from rag_bot.question import checked_question, clean_question
 from rag_bot.reading.files import ANSI_ESCAPE, clean_text
 from rag_bot.settings import Settings
 from rag_bot.surfaces.cli_common import (
@@ -51,8 +52,6 @@ def _questions(args: argparse.Namespace) -> list[str]:
 
 
 def _visible(text: str) -> bool:
-    from rag_bot.engine import clean_question
-
     return bool(clean_question(text))
 
 
@@ -64,8 +63,13 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
         questions = _questions(args)
     except OSError as exc:
         return _fail(f"cannot read {args.batch}: {exc.strerror}", 2)
-    if not args.batch and not _visible(questions[0]):
-        return _fail("the question is empty; try: rag-bot ask \"what does the collection say about X?\"", 2)
+    if not args.batch:
+        try:  # before the engine loads: a question it would refuse is refused at once
+            checked_question(questions[0])
+        except EmptyQuestionError:
+            return _fail("the question is empty; try: rag-bot ask \"what does the collection say about X?\"", 2)
+        except QuestionError as exc:
+            return _fail(str(exc), 2)
     try:
         questions[0].encode("utf-8")
     except UnicodeEncodeError:  # bytes that are not UTF-8 on the command line arrive as lone surrogates
@@ -92,8 +96,6 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
             message = _batch_failure(exc)
             print(f"rag-bot: question {n} of {len(questions)} failed: {message}", file=sys.stderr, flush=True)
             if args.json:
-                from rag_bot.engine import clean_question
-
                 print(json.dumps({"question": clean_question(question), "error": message}, ensure_ascii=False),
                       flush=True)
             elif args.stream:
@@ -119,7 +121,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
 
 def _batch_failure(exc: Exception) -> str:
     """The one line a batch prints for a question that failed (the traceback goes to DEBUG logging)."""
-    if isinstance(exc, StoreError | NoIndexError | EmptyQuestionError):
+    if isinstance(exc, StoreError | NoIndexError | QuestionError):
         return str(exc)
     log.debug("unexpected error", exc_info=True)
     return f"unexpected error ({type(exc).__name__}); run with RAG_BOT_LOG_LEVEL=DEBUG for details"

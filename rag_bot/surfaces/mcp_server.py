@@ -16,7 +16,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from rag_bot.errors import EmptyQuestionError, NoIndexError, StoreError
+from rag_bot.errors import EmptyQuestionError, NoIndexError, QuestionError, StoreError
+from rag_bot.question import checked_question
 from rag_bot.surfaces.access import Door
 from rag_bot.text import clean_markup
 from rag_bot.types import Citation, Filters
@@ -82,7 +83,7 @@ class PaperDetail(BaseModel):
 def _tool_error(exc: Exception) -> ToolError:
     if isinstance(exc, EmptyQuestionError):
         return ToolError("the question is empty")
-    if isinstance(exc, NoIndexError | StoreError):
+    if isinstance(exc, QuestionError | NoIndexError | StoreError):
         return ToolError(str(exc))
     raise exc
 
@@ -130,11 +131,10 @@ def build_mcp(engine: Any) -> MCPServer:
     )
     def search_papers(question: str, venue: str | None = None, year: str | int | None = None, author: str | None = None,
                       source: str | None = None, top_k: int = 10) -> SearchResult:
-        from rag_bot.engine import clean_question
-
-        question = clean_question(question)
-        if not question:
-            raise ToolError("the question is empty")
+        try:
+            question = checked_question(question)
+        except QuestionError as exc:
+            raise _tool_error(exc) from None
         top_k = max(1, min(int(top_k), MAX_RESULTS))
         try:
             filters = Filters.parse(venue=venue, year=_year(year), author=author, source=source)

@@ -13,7 +13,7 @@ from typing import Any
 
 from fastapi.responses import JSONResponse
 
-from rag_bot.errors import EmptyQuestionError, NoIndexError, StoreError
+from rag_bot.errors import EmptyQuestionError, NoIndexError, QuestionTooLongError, StoreError
 from rag_bot.types import Answer, Citation, Mode, Turn
 
 log = logging.getLogger(__name__)
@@ -41,6 +41,8 @@ def _error_of(exc: BaseException) -> APIError:
     if isinstance(exc, EmptyQuestionError):
         return APIError(400, "the question (the last user message) is empty", code="empty_question",
                         param="messages")
+    if isinstance(exc, QuestionTooLongError):
+        return APIError(400, str(exc), code="question_too_long", param="messages")  # the last user message
     if isinstance(exc, NoIndexError):
         return APIError(503, f"{exc}", "server_error", code="no_index")
     if isinstance(exc, StoreError):

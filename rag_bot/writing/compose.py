@@ -32,32 +32,6 @@ log = logging.getLogger(__name__)
 
 RETRIEVED_IN_ANSWER = 10  # ranked papers listed in an answer's `retrieved`
 QUOTED_TOPIC_WORDS = 12  # a refusal quotes the question's topic back when it is at most this long (not a pasted abstract)
-_COMPARE = re.compile(
-    r"\b(compare|comparison|contrast|versus|vs\.?|differ(?:s|ence|ences)?|similarit(?:y|ies)|"
-    r"which is better|how does .+ relate to)\b",
-    re.IGNORECASE,
-)
-_SUMMARY = re.compile(
-    r"\b(summari[sz]e|summary|overview|survey|landscape|state of the art on|what (?:is|has) "
-    r"(?:the )?(?:work|research)|(?:work|research|papers|studies) (?:on|about)|what are the (?:main )?"
-    r"(?:approaches|methods|papers|directions)|which papers|list (?:the )?papers)\b",
-    re.IGNORECASE,
-)
-_NUMERIC_QUESTION = re.compile(
-    r"\b(how (?:much|many|fast|large|big|well|often|long|small)|what (?:factor|percentage|fraction|number)|by how|what (?:is|was|are) the (?:gain|speed ?up|accuracy|"
-    r"improvement|score|size|reduction|number)|gain|speed ?up|accuracy|percent|improve(?:ment)?|"
-    r"reduc\w*|faster|score)\b",
-    re.IGNORECASE,
-)
-
-
-def detect_mode(question: str) -> Mode:
-    """The answer mode a question asks for: compare, summary, or a direct answer (ask)."""
-    if _COMPARE.search(question):
-        return "compare"
-    if _SUMMARY.search(question):
-        return "summary"
-    return "ask"
 
 
 class WriterUnavailable(RuntimeError):

@@ -7,12 +7,12 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from rag_bot.question import asks_for_number, topic_query
 from rag_bot.settings import Settings
 from rag_bot.store.sentences import SentenceIndex
 from rag_bot.text import clean_markup
-from rag_bot.topics import topic_query
 from rag_bot.types import Answer, Citation, Mode, Paper, ScoredPaper
-from rag_bot.writing.compose import _NUMERIC_QUESTION, PaperSynthesizer, word_deltas
+from rag_bot.writing.compose import PaperSynthesizer, word_deltas
 from rag_bot.writing.problems import PROBLEM_CUES, problem_sentence
 from rag_bot.writing.quotes import clean_quote, quoted, reads_alone
 from rag_bot.writing.roles import ROLES, role_probabilities, sentence_roles
@@ -142,7 +142,7 @@ class OfflineComposer(PaperSynthesizer):
         sentences = [group for group, _ in pairs]
         sims = np.concatenate([vectors @ query for _, vectors in pairs])
         q_terms = _terms(topic_query(question))
-        numeric = bool(_NUMERIC_QUESTION.search(question))
+        numeric = asks_for_number(question)
         out: list[list[tuple[float, str]]] = []
         i = 0
         for group in sentences:
@@ -172,12 +172,12 @@ class OfflineComposer(PaperSynthesizer):
         if len(lead) > 1 and lead[1][0] >= lead[0][0] - NEARLY:
             picked.append(lead[1][1])
         # A question about a topic also gets what the best paper contributes, when that is relevant.
-        if not _NUMERIC_QUESTION.search(question) and not any(_CONTRIBUTION.search(s) for s in picked):
+        if not asks_for_number(question) and not any(_CONTRIBUTION.search(s) for s in picked):
             contributions = [s for _, s in lead[:4] if _CONTRIBUTION.search(s)]
             if contributions:
                 picked.append(contributions[0])
         # A question about a figure gets the paper's best sentence that reports one.
-        if _NUMERIC_QUESTION.search(question) and not any(re.search(r"\d", s) for s in picked):
+        if asks_for_number(question) and not any(re.search(r"\d", s) for s in picked):
             figures = [s for _, s in lead if re.search(r"\d", s)]
             if figures:
                 picked.append(figures[0])

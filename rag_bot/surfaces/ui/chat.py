@@ -16,7 +16,8 @@ from typing import Any
 
 import gradio as gr
 
-from rag_bot.errors import EmptyQuestionError, NoIndexError, StoreError
+from rag_bot.errors import EmptyQuestionError, NoIndexError, QuestionError, StoreError
+from rag_bot.question import checked_question
 from rag_bot.sanitize import safe_contract
 from rag_bot.store.conversations import SavedTurn
 from rag_bot.surfaces.ui.base import Library, Shared, owner_of
@@ -46,7 +47,6 @@ COPY_JS = """(text) => {
 }"""
 UNSAVED = "Conversations are not being saved (the conversations file cannot be used; see the log). Answers still work."
 SORRY = "Sorry, something went wrong while answering ({}). Please try again."
-MAX_QUESTION_CHARS = 2000
 # Seconds between two updates of a streamed answer (and from its first text to the first update): each update is
 # a queue message, a diff of the chatbot and a render in the browser, so a fixed interval (not a fixed count)
 # keeps the cost per answer bounded by the time it takes to write.
@@ -58,21 +58,19 @@ REFERENCE_FILES: tuple[tuple[Format, str, str, str], ...] = (
     ("csl", "CSL-JSON", "cite-csl", "rag-bot-references.json"),
 )
 MAX_PAPERS = 20  # the API's `papers` above this is taken as this (the slider stops at 10)
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def check_question(text: Any) -> str:
-    """The question as the engine takes it (whitespace collapsed, control characters and lone surrogates
-    replaced), or `gr.Error` saying what is wrong with it."""
+    """The question as the engine takes it (`rag_bot.question.checked_question`: one rule and one limit for every
+    surface), or `gr.Error` saying what is wrong with it."""
     if not isinstance(text, str):
         raise gr.Error("The question must be text.")
-    text = text.encode("utf-8", "replace").decode("utf-8")  # a lone surrogate (valid JSON "\ud800") -> "?"
-    question = " ".join(_CONTROL.sub(" ", text).split())
-    if not question:
-        raise gr.Error("Please type a question.")
-    if len(question) > MAX_QUESTION_CHARS:
-        raise gr.Error(f"The question is too long ({len(question)} characters; at most {MAX_QUESTION_CHARS}).")
-    return question
+    try:
+        return checked_question(text)
+    except EmptyQuestionError:
+        raise gr.Error("Please type a question.") from None
+    except QuestionError as exc:
+        raise gr.Error(str(exc)) from None
 
 
 def check_papers(value: Any) -> int | None:
@@ -235,7 +233,7 @@ class ChatPanel:
                     messages[-1] = {"role": "assistant", "content": answer_html(text, turn)}
                     yield {self.chatbot: messages}
                     shown = time.monotonic()
-        except (EmptyQuestionError, NoIndexError, StoreError) as exc:  # the user can act on these: shown as they are
+        except (QuestionError, NoIndexError, StoreError) as exc:  # the user can act on these: shown as they are
             gr.Warning(mask_credentials(str(exc)))
             messages[-1] = {"role": "assistant", "content": markdown_text(str(exc))}
             yield {self.chatbot: messages}
@@ -367,7 +365,7 @@ class ChatPanel:
             try:
                 answer = library.engine.ask(text, mode=chosen_mode(mode if isinstance(mode, str) else None),
                                             max_papers=max_papers, filters=filters)
-            except (EmptyQuestionError, NoIndexError, StoreError) as exc:
+            except (QuestionError, NoIndexError, StoreError) as exc:
                 raise gr.Error(mask_credentials(str(exc))) from None
             except Exception as exc:  # the caller gets one line; the log has the traceback
                 log.exception("error answering an /ask question")
