@@ -30,7 +30,7 @@ def main() -> int:
     engine = Engine(Settings(storage=store, llm="offline"))
     retriever = engine.retriever
     snap = retriever._snapshot
-    from rag_bot.retrieval.columns import Allowed
+    from rag_bot.retrieval.lexical.columns import Allowed
 
     total = len(snap.ids)
     rng = np.random.default_rng(0)

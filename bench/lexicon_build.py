@@ -1,7 +1,8 @@
 """The lexicon build's time and peak memory, a parent commit's build against this checkout's, on the same store in
 one run (issue 25): each build runs in its own process (its peak RSS is its own), reads every paper from the store,
 and writes nothing into the store's cache (builds go to a temporary folder). The parent's build is its whole-list
-one (before the paged build) or, with --base-mode paged, its paged one (before rag_bot/retrieval/bm25_build.py).
+one (before the paged build) or, with --base-mode paged, its paged one (before rag_bot/retrieval/bm25_build.py,
+now in rag_bot/retrieval/lexical/).
 
     git worktree add /tmp/base <commit>
     .venv/bin/python bench/lexicon_build.py /tmp/base STORE [STORE ...] [--base-mode paged]
@@ -26,13 +27,19 @@ import json, resource, sys, tempfile, time
 from pathlib import Path
 import Stemmer
 from rag_bot.engine import Engine
-from rag_bot.retrieval import lexicon
+try:  # this checkout's package, or a parent's module (before rag_bot/retrieval/lexical/)
+    from rag_bot.retrieval.lexical import LexicalCache
+except ImportError:
+    LexicalCache = None
+    from rag_bot.retrieval import lexicon
 from rag_bot.settings import Settings
 index = Engine(Settings(storage=sys.argv[1], llm="offline")).index
 state, stemmer = index.state(), Stemmer.Stemmer("english")
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t = time.perf_counter()
-if sys.argv[2] == "paged":
+if sys.argv[2] == "paged" and LexicalCache is not None:
+    papers = LexicalCache(index).write(Path(tempfile.mkdtemp(dir=sys.argv[3])), stemmer, state)
+elif sys.argv[2] == "paged":
     papers = lexicon._build(index, stemmer, state, Path(tempfile.mkdtemp(dir=sys.argv[3])))
 else:
     papers = len(lexicon._build(lexicon._read_records(index), stemmer, state)[0].ids)

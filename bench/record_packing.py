@@ -1,5 +1,5 @@
-"""How the papers' records of the lexical cache are compressed (rag_bot/retrieval/packed.py): a sample of a store's
-records as JSON lines, alone, zlib alone, and zlib primed with the collection's first 32 KB at levels 1, 6 and 9
+"""How the papers' records of the lexical cache are compressed (rag_bot/retrieval/lexical/papers.py): a sample of a
+store's records as JSON lines, alone, zlib alone, and zlib primed with the collection's first 32 KB at levels 1, 6 and 9
 (bytes a record, µs to pack and to unpack one). Results to bench/results/record_packing.json.
 
     .venv/bin/python bench/record_packing.py /work/sim/store-1m [--records 20000]
@@ -25,17 +25,17 @@ def main() -> int:
     parser.add_argument("store", type=Path)
     parser.add_argument("--records", type=int, default=20000)
     args = parser.parse_args()
-    from rag_bot.retrieval import lexicon
+    from rag_bot.retrieval.lexical import LexicalCache
+    from rag_bot.retrieval.lexical.papers import record_of
     from rag_bot.settings import Settings
     from rag_bot.store.index import PaperIndex
 
     index = PaperIndex(Settings(storage=args.store))
-    loaded = lexicon.cached(index)
+    loaded = LexicalCache(index).cached()
     if loaded is None:
         raise SystemExit(f"{args.store} has no lexical cache of its current state: run `rag-bot stats` or an ask")
     ids = list(loaded.ids[:args.records])
-    records = [json.dumps([getattr(loaded.papers[d], f) for f in lexicon._FIELDS], ensure_ascii=False).encode()
-               for d in ids]
+    records = [record_of(loaded.papers[d]) for d in ids]
     head = next(i for i in range(len(records)) if sum(map(len, records[:i + 1])) >= lexicon_window()) + 1
     dictionary = b"".join(records[:head])[-lexicon_window():]  # as RecordWriter makes it
     rest = records[head:]  # the records the dictionary is not made of
@@ -63,7 +63,7 @@ def main() -> int:
 
 
 def lexicon_window() -> int:
-    from rag_bot.retrieval.packed import WINDOW
+    from rag_bot.retrieval.lexical.papers import WINDOW
 
     return WINDOW
 

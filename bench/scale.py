@@ -191,10 +191,10 @@ ANSWERS = {  # the offline answer's variants, measured on every question in this
 def measure_size(size: int, store: Path, profile: Path | None) -> dict[str, Any]:
     """Start-up, latency and memory of one collection, in this process."""
     from rag_bot.engine import Engine
-    from rag_bot.retrieval import lexicon as lexicon_module
+    from rag_bot.retrieval.lexical import LexicalCache
     from rag_bot.settings import Settings
-    from rag_bot.store.caches import cache_root
     from rag_bot.store.reads import SENTENCES_SUFFIX
+    from rag_bot.store.sentence_file import SENTENCES
     from rag_bot.store.sentences import SentenceIndex
     from rag_bot.topics import topic_query
     out: dict[str, Any] = {"size": size}
@@ -207,14 +207,16 @@ def measure_size(size: int, store: Path, profile: Path | None) -> dict[str, Any]
     import Stemmer
 
     stemmer = Stemmer.Stemmer("english")
-    lexicon_module.load_or_build(index, stemmer)  # makes sure the cache exists
+    lexical = LexicalCache(index)
+    lexical.load_or_build(stemmer)  # makes sure the cache exists
     cached, rebuilt = [], []
     for _ in range(3):
         start = time.perf_counter()
-        lexicon_module.load_or_build(index, stemmer)
+        lexical.load_or_build(stemmer)
         cached.append(time.perf_counter() - start)
         start = time.perf_counter()
-        lexicon_module._build(lexicon_module._read_records(index), stemmer, index.state())
+        with tempfile.TemporaryDirectory() as scratch:  # a build from the store, as every start did before
+            lexical.write(Path(scratch), stemmer, index.state())
         rebuilt.append(time.perf_counter() - start)
     out["lexicon_cache_s"], out["lexicon_rebuild_s"] = min(cached), min(rebuilt)
 
@@ -230,7 +232,7 @@ def measure_size(size: int, store: Path, profile: Path | None) -> dict[str, Any]
         index.client.delete_collection(f"{settings.collection}{SENTENCES_SUFFIX}")  # a store of before the file
     except Exception:  # noqa: BLE001 - none yet
         pass
-    shutil.rmtree(cache_root(index, "sentences"), ignore_errors=True)
+    shutil.rmtree(SENTENCES.root(index), ignore_errors=True)
     legacy = legacy_sentences(index)
     first_use = SentenceIndex(embedder, store=index)
     stored = SentenceIndex(embedder, store=index)
@@ -701,8 +703,8 @@ def report(info: dict[str, Any], ingest: dict[str, Any] | None, rows: list[dict[
     L += ["## Start-up", "",
           "`rag-bot ask` cold: process start to printed answer (best of 3, offline writer), `rag-bot stats` "
           "(start-up without the model) in the same loop; the lexical side loaded from its cache "
-          "(rag_bot/retrieval/lexicon.py) against rebuilt from the store as every start did before (in-process, best of 3, "
-          "interleaved).", "",
+          "(rag_bot/retrieval/lexical/) against rebuilt from the store as every start did before (in-process, best "
+          "of 3, interleaved).", "",
           "| papers | chunks | `ask` cold s (median) | `stats` cold s | `ask` peak RSS MiB | first `ask` after the "
           "ingest s | first chat start after the ingest s | chat ready s | lexicon from cache s | lexicon rebuilt s |",
           "|---|---|---|---|---|---|---|---|---|---|"]

@@ -85,12 +85,12 @@ def scale_disk(folder: Path) -> float:
 
 def file_rows(counts: list[int], path: Path, page_size: int | None = None, prefix: str = "p") -> dict[str, Any]:
     """Write one row per count into a SentenceFile (page_size: a new file's page size); disk and write rate."""
-    from rag_bot.store import caches
+    from rag_bot.store import sentence_file
 
     if page_size is not None:
-        caches.PAGE_SIZE, real = page_size, caches.PAGE_SIZE
+        sentence_file.PAGE_SIZE, real = page_size, sentence_file.PAGE_SIZE
     try:
-        file = caches.SentenceFile(path, layout=1)
+        file = sentence_file.SentenceFile(path, layout=1)
         rng = np.random.default_rng(1)
         start = time.perf_counter()
         for first in range(0, len(counts), 1000):
@@ -99,13 +99,13 @@ def file_rows(counts: list[int], path: Path, page_size: int | None = None, prefi
         file.close()
     finally:
         if page_size is not None:
-            caches.PAGE_SIZE = real
+            sentence_file.PAGE_SIZE = real
     return {"papers": len(counts), "bytes_per_paper": scale_disk(path.parent) / len(counts),
             "write_papers_per_s": len(counts) / seconds, "vector_bytes_per_paper": float(np.mean(counts)) * (DIM + 4)}
 
 
 def lookups(path: Path, ids: int, n: int = 300, per_question: int = 10) -> dict[str, float]:
-    from rag_bot.store.caches import SentenceFile
+    from rag_bot.store.sentence_file import SentenceFile
 
     file = SentenceFile(path, layout=1)
     rng = np.random.default_rng(2)
@@ -151,12 +151,12 @@ def end_to_end(store: Path, n_questions: int) -> dict[str, Any]:
     from million_base import drop_sentences
 
     from rag_bot.settings import Settings
-    from rag_bot.store.caches import SENTENCE_FILE, cache_root
     from rag_bot.store.index import PaperIndex
+    from rag_bot.store.sentence_file import sentence_file
 
     drop_sentences(store)  # earlier runs' vectors (in the file, or a collection of before it): every use is first
     index = PaperIndex(Settings(storage=store))
-    path = cache_root(index, "sentences") / SENTENCE_FILE
+    path = sentence_file(index).path
     papers = index.count()
     del index
     out: dict[str, Any] = {"store": str(store), "papers": papers}

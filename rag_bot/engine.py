@@ -23,7 +23,7 @@ from rag_bot.question import checked_question, clean_question, detect_mode, is_f
 from rag_bot.reading.corpus import ReadResult, scan_paths
 from rag_bot.retrieval.calibration_file import model_for
 from rag_bot.retrieval.ground import Grounding, GroundingPostprocessor
-from rag_bot.retrieval.lexicon import cached
+from rag_bot.retrieval.lexical import LexicalCache
 from rag_bot.retrieval.retrieve import PaperRetriever
 from rag_bot.settings import Settings
 from rag_bot.store.chroma import store_label
@@ -215,7 +215,7 @@ class Engine:
 
     def prepare(self) -> None:
         """Make retrieval's lexical side ready for the collection as it is now (built and saved beside the store
-        when its state has none: rag_bot/retrieval/lexicon.py), so the first question after a write does not
+        when its state has none: rag_bot/retrieval/lexical/), so the first question after a write does not
         wait for it."""
         if self._retriever is None:
             self.retriever  # noqa: B018 - built on first use
@@ -349,7 +349,7 @@ class Engine:
         """Size and location of the index."""
         # From the lexical cache's columns when the collection is as it was saved (no record is read), else a pass
         # over every record.
-        lexicon = self._retriever if self._retriever is not None else cached(self.index)
+        lexicon = self._retriever if self._retriever is not None else LexicalCache(self.index).cached()
         if lexicon is not None and lexicon.columns is not None:
             sources = lexicon.columns.counts("source")
         else:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import Stemmer
 
-from rag_bot.retrieval import bm25_build
+from rag_bot.retrieval.lexical import bm25_build
 from tests.conftest import SEEDS
 
 
@@ -20,12 +20,12 @@ def _by_bm25s(docs: list[np.ndarray], vocab: dict[str, int]) -> bm25s.BM25:
     return reference
 
 
-def _ours(docs: list[np.ndarray], vocab: dict[str, int]) -> bm25s.BM25:
+def _ours(docs: list[np.ndarray], vocab: dict[str, int], slice_pairs: int = bm25_build.SLICE) -> bm25s.BM25:
     pairs = [np.unique(d, return_counts=True) for d in docs]
     terms = np.concatenate([u for u, _ in pairs]).astype(np.int32) if docs else np.zeros(0, np.int32)
     counts = np.concatenate([c for _, c in pairs]).astype(np.int32) if docs else np.zeros(0, np.int32)
     return bm25_build.build(terms, counts, np.asarray([len(u) for u, _ in pairs], dtype=np.int64),
-                            np.asarray([len(d) for d in docs], dtype=np.int64), vocab)
+                            np.asarray([len(d) for d in docs], dtype=np.int64), vocab, slice_pairs)
 
 
 def _assert_same(ours: bm25s.BM25, reference: bm25s.BM25) -> None:
@@ -51,8 +51,7 @@ def test_the_seed_abstracts_give_bm25s_s_matrix_and_ranking(tmp_path) -> None:
 
 
 @pytest.mark.parametrize("slice_pairs", [1, 37, 4_000_000])
-def test_random_token_lists_in_many_slices_give_bm25s_s_matrix(monkeypatch, slice_pairs: int) -> None:
-    monkeypatch.setattr(bm25_build, "SLICE", slice_pairs)
+def test_random_token_lists_in_many_slices_give_bm25s_s_matrix(slice_pairs: int) -> None:
     rng = np.random.default_rng(slice_pairs)
     vocab = {f"w{i}": i for i in range(300)}
     # Zipf-like words, lengths from empty to long, so that some words are rare and some papers have no token

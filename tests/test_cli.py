@@ -474,7 +474,7 @@ def test_doctor_finds_vectors_of_another_dimension(run, engine, tmp_path):
 def test_ingest_leaves_the_search_index_ready_for_the_first_question(run, tmp_path):
     """The lexical side (BM25, names, filter columns) is built by the ingest that changed the collection, not by
     the next question."""
-    from rag_bot.retrieval.lexicon import cached
+    from rag_bot.retrieval.lexical import LexicalCache
     from rag_bot.settings import Settings
     from rag_bot.store.index import PaperIndex
 
@@ -485,7 +485,7 @@ def test_ingest_leaves_the_search_index_ready_for_the_first_question(run, tmp_pa
                                         "beach with under one percent error."}) + "\n" for n in range(2)))
     proc = run("ingest", str(data), storage=store)
     assert proc.returncode == 0, proc.stderr
-    lexicon = cached(PaperIndex(Settings(storage=store)))
+    lexicon = LexicalCache(PaperIndex(Settings(storage=store))).cached()
     assert lexicon is not None and sorted(lexicon.ids) == ["p0", "p1"]
 
 
@@ -496,12 +496,12 @@ def test_ingest_sentences_readies_every_stored_paper_once_and_refuses_paths(run,
     import sqlite3
 
     from rag_bot.settings import Settings
-    from rag_bot.store.caches import SENTENCE_FILE, cache_root
     from rag_bot.store.index import PaperIndex
+    from rag_bot.store.sentence_file import sentence_file
 
     store = _copy_store(seed_storage, tmp_path)
     index = PaperIndex(Settings(storage=store))
-    path = cache_root(index, "sentences") / SENTENCE_FILE
+    path = sentence_file(index).path
     shutil.rmtree(path.parent, ignore_errors=True)  # the session's answers on the seed store may have filled some
     assert json.loads(run_in("stats", "--json", storage=store).stdout)["sentence_vectors"] == 0
     assert not path.parent.exists(), "stats made no file"

@@ -109,21 +109,22 @@ def test_large_collections_are_clustered_on_a_sample_and_every_paper_assigned(mo
 
 def test_a_saved_map_of_an_older_format_is_computed_again(tmp_path, seed_list_small, caplog) -> None:
     """A map saved before venues and years were (format 1: under its own key, or at the current key by an older
-    build) is neither used nor crashed on: the map is computed again, saved in the current format, and the old
-    save removed."""
+    build), or by the release before the shared cache helper (format 3, keyed with the lexical cache's format 6), is
+    neither used nor crashed on: the map is computed again, saved in the current format, and the old saves
+    removed."""
+    import hashlib
     import json
 
-    import rag_bot.surfaces.collection_map as cmap_module
-    from rag_bot.retrieval.lexicon import state_key
     from rag_bot.settings import Settings
+    from rag_bot.store.caches import DerivedCache
     from rag_bot.store.embedding import MiniLMEmbedding
     from rag_bot.store.index import PaperIndex
-    from rag_bot.surfaces.collection_map import MAP_FORMAT, cached_map, map_of
+    from rag_bot.surfaces.collection_map import MAP, cached_map, map_folder, map_of
 
     index = PaperIndex(Settings(storage=tmp_path), embedder=MiniLMEmbedding())
     index.ingest(seed_list_small[:6])
     fresh = map_of(index)
-    folder = cmap_module._folder(index, index.state())
+    folder = map_folder(index, index.state())
 
     def make_old(target: Path) -> None:
         if target != folder:
@@ -132,15 +133,17 @@ def test_a_saved_map_of_an_older_format_is_computed_again(tmp_path, seed_list_sm
         del meta["venues"], meta["years"]
         (target / "map.json").write_text(json.dumps(meta | {"format": 1}), encoding="utf-8")
 
-    assert MAP_FORMAT > 1
-    old_key = folder.parent / state_key(index.state() | {"map_format": 1})
+    assert MAP.format > 1
+    old_key = DerivedCache("map", 1).folder(index, index.state())
     make_old(old_key)
+    last_release = json.dumps(index.state() | {"map_format": 3, "format": 6}, sort_keys=True)
+    shutil.copytree(folder, folder.parent / hashlib.sha256(last_release.encode()).hexdigest()[:20])
     make_old(folder)
     assert cached_map(index) is None and "could not be read" in caplog.text
     again = map_of(index)
     assert again.doc_ids == fresh.doc_ids and again.venues == fresh.venues and again.years == fresh.years
     assert [f.name for f in folder.parent.iterdir()] == [folder.name]
-    assert json.loads((folder / "map.json").read_text(encoding="utf-8"))["format"] == MAP_FORMAT
+    assert json.loads((folder / "map.json").read_text(encoding="utf-8"))["format"] == MAP.format
     assert cached_map(index) is not None
 
 

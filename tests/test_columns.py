@@ -1,5 +1,5 @@
-"""The filter columns (rag_bot/retrieval/columns.py): a filter applied to the arrays lets through exactly the papers
-`Filters.matches` lets through, whatever the fields hold."""
+"""The filter columns (rag_bot/retrieval/lexical/columns.py): a filter applied to the arrays lets through exactly
+the papers `Filters.matches` lets through, whatever the fields hold."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag_bot.retrieval.columns import Allowed, Columns
+from rag_bot.retrieval.lexical.columns import Allowed, Columns
 from rag_bot.types import Filters, Paper
 
 _WORDS = ["ICML", "icml workshop", "NeurIPS", "ACL", "Ada Lovelace", "Alan M. Turing", "Grace Hopper", "turing",

@@ -1,17 +1,20 @@
-"""The lexical cache (rag_bot/retrieval/lexicon.py): used when the collection is as it was saved, rebuilt when it changed or
-is damaged, and the same retrieval either way."""
+"""The lexical cache (rag_bot/retrieval/lexical/): used when the collection is as it was saved, rebuilt when it
+changed, is damaged or is of an older format, and the same retrieval either way."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 
 from rag_bot.reading.corpus import read_paths
+from rag_bot.retrieval.lexical import LexicalCache
+from rag_bot.retrieval.lexical.cache import LEXICAL
 from rag_bot.retrieval.retrieve import PaperRetriever
 from rag_bot.settings import Settings
-from rag_bot.store.caches import cache_root
+from rag_bot.store.caches import DerivedCache
 from rag_bot.store.embedding import MiniLMEmbedding
 from rag_bot.store.index import PaperIndex
 
@@ -61,7 +64,7 @@ def test_cache_is_used_then_invalidated_by_an_ingest(tmp_path: Path, seed_list, 
     assert "built lexicon" in _origin(caplog)
     assert "zyxwvut" in after._snapshot.doc_terms[changed.doc_id]
     assert after.papers[changed.doc_id].text == changed.text
-    assert len(list(cache_root(index).iterdir())) == 1, "caches of older states are removed"
+    assert len(list(LEXICAL.root(index).iterdir())) == 1, "caches of older states are removed"
 
 
 def test_damaged_cache_is_rebuilt(tmp_path: Path, seed_list, embedder, caplog) -> None:
@@ -69,12 +72,14 @@ def test_damaged_cache_is_rebuilt(tmp_path: Path, seed_list, embedder, caplog) -
     index, _ = _retriever(tmp_path, embedder)
     index.ingest(seed_list[:4])
     _retriever(tmp_path, embedder)  # saves the cache
-    folder = next(cache_root(index).iterdir())
+    folder = next(LEXICAL.root(index).iterdir())
     (folder / "vocab.json").write_text("{not json")
     _, again = _retriever(tmp_path, embedder)
     assert "built lexicon" in _origin(caplog)
     assert again.retrieve_papers(seed_list[0].title)[0].paper.doc_id == seed_list[0].doc_id
-    shutil.rmtree(cache_root(index))
+    _retriever(tmp_path, embedder)
+    assert "cache lexicon" in _origin(caplog), "the damaged cache was replaced, not rebuilt at every start"
+    shutil.rmtree(LEXICAL.root(index))
     _, fresh = _retriever(tmp_path, embedder)
     assert "built lexicon" in _origin(caplog)
     assert len(fresh.papers) == 4
@@ -82,35 +87,30 @@ def test_damaged_cache_is_rebuilt(tmp_path: Path, seed_list, embedder, caplog) -
 
 def test_stats_from_the_saved_columns_equal_stats_from_every_record(tmp_path: Path, seed_list, embedder) -> None:
     from rag_bot.engine import Engine
-    from rag_bot.retrieval.lexicon import cached
 
     index, _ = _retriever(tmp_path, embedder)
     index.ingest([*seed_list[:5], *(p.model_copy(update={"source": "other.jsonl"}) for p in seed_list[5:8])])
-    shutil.rmtree(cache_root(index), ignore_errors=True)
+    shutil.rmtree(LEXICAL.root(index), ignore_errors=True)
     scanned = Engine(Settings(storage=tmp_path)).stats()  # no cache: every record read
-    assert cached(index) is None
+    assert LexicalCache(index).cached() is None
     _retriever(tmp_path, embedder)  # saves the cache
-    assert cached(index) is not None
+    assert LexicalCache(index).cached() is not None
     from_columns = Engine(Settings(storage=tmp_path)).stats()
     assert from_columns == scanned and from_columns["sources"]["other.jsonl"] == 3
     assert sum(from_columns["sources"].values()) == 8
 
 
-def test_a_lexicon_built_a_page_at_a_time_retrieves_as_one_built_at_once(tmp_path: Path, seed_list, embedder,
-                                                                          monkeypatch) -> None:
+def test_a_lexicon_built_a_page_at_a_time_retrieves_as_one_built_at_once(tmp_path: Path, seed_list, embedder) -> None:
     """The build reads and tokenises the store a page at a time (its memory does not hold every paper's text):
     pages of 5 papers give the same words, word counts, BM25 scores and answers as one page of all 38."""
-    from rag_bot.retrieval import lexicon
-
     index, _ = _retriever(tmp_path / "store", embedder)
     index.ingest(seed_list)
     state = index.state()
     paged = tmp_path / "paged"
     for folder, page in ((tmp_path / "whole", len(seed_list)), (paged, 5)):
-        monkeypatch.setattr(lexicon, "PAGE", page)
         folder.mkdir()
-        assert lexicon._build(index, None, state, folder) == len(seed_list)
-    whole, parts = (lexicon._load(tmp_path / name, state) for name in ("whole", "paged"))
+        assert LexicalCache(index, page=page).write(folder, None, state) == len(seed_list)
+    whole, parts = (LexicalCache.read(tmp_path / name, state) for name in ("whole", "paged"))
     assert list(whole.ids) == list(parts.ids) and whole.names == parts.names
     assert dict(whole.df) == dict(parts.df) and len(whole.df) > 1000
     assert {d: whole.doc_terms[d] for d in whole.ids} == {d: parts.doc_terms[d] for d in parts.ids}
@@ -128,5 +128,23 @@ def test_a_saved_cache_is_readable_like_the_store_beside_it(tmp_path: Path, seed
     index, _ = _retriever(tmp_path, embedder)
     index.ingest(seed_list[:3])
     _retriever(tmp_path, embedder)
-    folder = next(cache_root(index).iterdir())
+    folder = next(LEXICAL.root(index).iterdir())
     assert folder.stat().st_mode & 0o777 == 0o755
+
+
+def test_a_cache_of_an_older_format_is_rebuilt_and_removed(tmp_path: Path, seed_list, embedder, caplog) -> None:
+    """A cache saved by an older release (format 5, under its own key) is never read: the start builds the current
+    format, answers the same, and the old save is removed."""
+    caplog.set_level("INFO", logger="rag_bot.retrieval.retrieve")
+    index, first = _retriever(tmp_path, embedder)
+    index.ingest(seed_list[:4])
+    first.reload()
+    current = LEXICAL.folder(index, index.state())
+    older = DerivedCache("lexicon", LEXICAL.format - 1).folder(index, index.state())
+    current.rename(older)
+    meta = json.loads((older / "meta.json").read_text(encoding="utf-8"))
+    (older / "meta.json").write_text(json.dumps(meta | {"format": LEXICAL.format - 1}), encoding="utf-8")
+    _, again = _retriever(tmp_path, embedder)
+    assert "built lexicon" in _origin(caplog)
+    assert again.retrieve_papers(seed_list[2].title)[0].paper.doc_id == seed_list[2].doc_id
+    assert [f.name for f in LEXICAL.root(index).iterdir()] == [current.name]

@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from rag_bot.retrieval.packed import WINDOW, RecordReader, RecordWriter
+from rag_bot.retrieval.lexical.papers import WINDOW, RecordReader, RecordWriter
 from tests.conftest import SEEDS
 
 

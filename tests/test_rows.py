@@ -1,12 +1,12 @@
-"""The id table (rag_bot/retrieval/rows.py): saved and memory-mapped, it gives every id's row and every row's id, as
-the list and dictionary it replaces would."""
+"""The id table (rag_bot/retrieval/lexical/rows.py): saved and memory-mapped, it gives every id's row and every
+row's id, as the list and dictionary it replaces would."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag_bot.retrieval.rows import IdTable
+from rag_bot.retrieval.lexical.rows import IdTable
 
 _ids = st.lists(st.text(min_size=1, max_size=12).filter(lambda s: "\x00" not in s), unique=True, max_size=40)
 

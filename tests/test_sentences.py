@@ -15,11 +15,11 @@ import pytest
 
 from rag_bot.engine import Engine
 from rag_bot.settings import Settings
-from rag_bot.store.caches import SENTENCE_FILE, cache_root
 from rag_bot.store.embedding import MODEL_NAME, MiniLMEmbedding
 from rag_bot.store.index import PaperIndex
 from rag_bot.store.reads import SENTENCES_SUFFIX
-from rag_bot.store.sentences import LAYOUT, LEGACY, SentenceIndex, pack_and_restore, paper_sentences, sentence_key
+from rag_bot.store.sentence_file import SENTENCES, sentence_file
+from rag_bot.store.sentences import LEGACY, SentenceIndex, pack_and_restore, paper_sentences, sentence_key
 from tests.test_index import chroma_server  # noqa: F401 - a `chroma run` server on loopback
 
 QUESTIONS = (
@@ -50,7 +50,7 @@ def index(store: Path, engine) -> PaperIndex:
     index = PaperIndex(Settings(storage=store), embedder=engine.index.embedder)
     # The session's engine answered questions on the seed store, so its copy may hold sentence vectors already:
     # each test starts from none.
-    shutil.rmtree(cache_root(index, "sentences"), ignore_errors=True)
+    shutil.rmtree(SENTENCES.root(index), ignore_errors=True)
     return index
 
 
@@ -157,7 +157,7 @@ def test_a_failing_sentence_store_only_costs_time(
     index: PaperIndex, counting: Counting, caplog: pytest.LogCaptureFixture
 ) -> None:
     sentences = SentenceIndex(index.embedder, store=index)
-    (cache_root(index, "sentences") / SENTENCE_FILE).mkdir(parents=True)  # a folder where the file goes: unopenable
+    sentence_file(index).path.mkdir(parents=True)  # a folder where the file goes: unopenable
     paper = papers_of(index, 1)[0]
     with caplog.at_level(logging.WARNING, logger="rag_bot.store.sentences"):
         got, vectors = sentences.of(paper)
@@ -207,7 +207,7 @@ def test_a_file_of_another_layout_is_emptied_not_misread(index: PaperIndex, coun
     paper = papers_of(index, 1)[0]
     n = len(paper_sentences(paper))
     SentenceIndex(index.embedder, store=index).fill([paper])
-    path = cache_root(index, "sentences") / SENTENCE_FILE
+    path = sentence_file(index).path
     with sqlite3.connect(path) as db:  # as a later release with another packing would leave it
         db.execute("UPDATE vectors SET data = ?", (np.ones((n, 384), dtype="<f4").tobytes(),))
         db.execute("PRAGMA user_version = 7")
@@ -216,7 +216,7 @@ def test_a_file_of_another_layout_is_emptied_not_misread(index: PaperIndex, coun
     assert counting.calls == 1, "the other layout's row was not read as this one"
     assert float(np.min(np.sum(vectors * index.embedder.embed(paper_sentences(paper)), axis=1))) > 0.999
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == LAYOUT
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SENTENCES.format
         assert db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0] == 1
 
 
@@ -300,7 +300,7 @@ def test_through_a_chroma_server_the_vectors_are_kept_in_the_user_s_cache_folder
     index.ingest(seed_list[:4])
     papers = sorted(index.all_papers(), key=lambda p: p.doc_id)
     assert SentenceIndex(index.embedder, store=index).fill(papers) == 4
-    path = cache_root(index, "sentences") / SENTENCE_FILE
+    path = sentence_file(index).path
     assert path.is_file() and path.is_relative_to(tmp_path / "cache")
     assert not (tmp_path / "unused").exists(), "nothing is written where a folder store would be"
 

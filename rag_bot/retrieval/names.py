@@ -3,7 +3,7 @@
 A collection labels itself: a paper's name is what its title starts with ("RULER: What's the Real Context Size of
 Your Long-Context Language Models?" -> RULER) or what its abstract introduces ("we propose CorrSteer", read at
 ingest into `Paper.aliases`: rag_bot/text.py). `name_table` keys every such name by its normalised form; it is
-built once with the lexicon (rag_bot/retrieval/lexicon.py) and saved with it, so a question looks its words up in a
+built once with the lexicon (rag_bot/retrieval/lexical/) and saved with it, so a question looks its words up in a
 dictionary, never scans the papers. `NameIndex.find` says which papers a question names.
 
 A name that is also an ordinary word of the collection (MENTOR, SteP, Most: abstracts other than the papers it

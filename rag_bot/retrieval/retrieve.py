@@ -21,8 +21,8 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from rag_bot.nodes import PaperQuery, paper_node
-from rag_bot.retrieval.columns import Allowed, Columns
-from rag_bot.retrieval.lexicon import load_or_build
+from rag_bot.retrieval.lexical import LexicalCache
+from rag_bot.retrieval.lexical.columns import Allowed, Columns
 from rag_bot.retrieval.names import NAME_TOKEN, NameIndex, Usage, is_distinctive
 from rag_bot.settings import Settings
 from rag_bot.store.index import PaperIndex
@@ -72,7 +72,7 @@ class Snapshot:
     table. Built whole and swapped in one assignment, so a question answered during an ingest sees either the
     old collection or the new one, never a mix."""
 
-    papers: Mapping[str, Paper] = field(default_factory=dict)  # decoded when first read (rag_bot/retrieval/lexicon.py)
+    papers: Mapping[str, Paper] = field(default_factory=dict)  # decoded when first read (rag_bot/retrieval/lexical/)
     ids: Sequence[str] = field(default_factory=list)  # BM25 row -> doc_id
     chunks: int = 0
     names: NameIndex = field(default_factory=NameIndex)
@@ -168,9 +168,9 @@ class PaperRetriever(BaseRetriever):
 
         The lexical side is built in every retrieval mode: grounding's word coverage needs it even when only
         the dense ranking is used (docs/eval.md)."""
-        # From the cache of the collection's current state when there is one (rag_bot/retrieval/lexicon.py): start-up does
-        # not grow with the collection; papers are decoded when first used.
-        lexicon = load_or_build(self.index, self._stemmer)
+        # From the cache of the collection's current state when there is one (rag_bot/retrieval/lexical/): start-up
+        # does not grow with the collection; papers are decoded when first used.
+        lexicon = LexicalCache(self.index).load_or_build(self._stemmer)
         self._snapshot = Snapshot(
             papers=lexicon.papers, ids=lexicon.ids, chunks=lexicon.chunks, names=NameIndex(by_key=lexicon.names),
             bm25=lexicon.bm25, doc_terms=lexicon.doc_terms, df=lexicon.df, rows=lexicon.rows, columns=lexicon.columns,
@@ -185,7 +185,7 @@ class PaperRetriever(BaseRetriever):
 
     @property
     def columns(self) -> Columns | None:
-        """The collection's filterable fields as arrays (rag_bot/retrieval/columns.py)."""
+        """The collection's filterable fields as arrays (rag_bot/retrieval/lexical/columns.py)."""
         return self._snapshot.columns
 
     def _dense(

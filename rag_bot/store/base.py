@@ -5,7 +5,6 @@ of which model and which ingest last wrote it. `PaperReads` (reads.py) and `Pape
 from __future__ import annotations
 
 import logging
-import os
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from llama_index.core.node_parser import SentenceSplitter
 
 from rag_bot.errors import StoreError
 from rag_bot.settings import Settings
+from rag_bot.store.caches import process_running
 from rag_bot.store.chroma import (
     GuardedCollection,
     folder_lock,
@@ -61,20 +61,10 @@ def remove_stale_backups(settings: Settings) -> list[Path]:
     gone = []
     for path in backup_folder(settings).glob(BACKUP_GLOB):
         pid = path.name.split("-")[3]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not process_running(int(pid)):
             path.unlink(missing_ok=True)
             gone.append(path)
     return gone
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
 
 
 _READ_BATCH = 2000
@@ -223,7 +213,7 @@ class ChromaStore:
 
     def state(self) -> dict[str, Any]:
         """What identifies the collection's content, cheaply (no record is read): both collections' ids and
-        counts and the generation of the last ingest that wrote. Keys the lexical cache (rag_bot/retrieval/lexicon.py)."""
+        counts and the generation of the last ingest that wrote. Keys the derived caches (rag_bot/store/caches.py)."""
         try:
             meta = self.client.get_collection(self.papers.name).metadata or {}
         except Exception as exc:
@@ -240,7 +230,7 @@ class ChromaStore:
 
     def mark_writing(self) -> None:
         """A write begins: the vector files are copied aside (`begin_write`) and the generation marked as being
-        written, so a reader's cache keyed by this collection (rag_bot/retrieval/lexicon.py) is stale from now on."""
+        written, so a reader's cache keyed by this collection (rag_bot/store/caches.py) is stale from now on."""
         self._mark(f"writing-{uuid.uuid4().hex}", writing=True)
 
     def _mark(self, generation: str, totals: bool = False, writing: bool = False) -> None:

@@ -1,35 +1,43 @@
-"""Where a collection's caches live, and the file of its papers' sentence vectors.
+"""Derived caches: what can be computed again from the store, each kind in its own folder, keyed by what it is
+derived from, versioned by its format, and saved whole.
 
-A cache is what can be computed again from the store: the lexical side of retrieval (`lexicon`), the collection
-map (`map`) and the answer-time sentence vectors (`sentences`). Each kind has a folder beside the store
-(`<storage>/<kind>/<collection>/`) or, for a Chroma server, in the user's cache folder
-(`$XDG_CACHE_HOME/rag-bot/<kind>/<server+collection>/`).
+Three kinds: the lexical side of retrieval (`lexicon`, rag_bot/retrieval/lexical/), the collection map (`map`,
+rag_bot/surfaces/collection_map.py) and the answer-time sentence vectors (`sentences`, rag_bot/store/sentence_file.py).
+Each kind has a folder beside the store (`<storage>/<kind>/<collection>/`) or, for a Chroma server, in the user's
+cache folder (`$XDG_CACHE_HOME/rag-bot/<kind>/<server+collection>/`).
 
-The sentence vectors are one SQLite table in that folder (`vectors.sqlite3`): a row per paper, its doc_id, the key
-of what was embedded (rag_bot/store/sentences.py), its number of sentences and the packed vectors as a blob. They
-were a metadata string of a Chroma collection, which SQLite keeps twice (the row and Chroma's string index) and in
-base64: 9.2 KB a paper at a million papers' scale, against 2.7 KB here (bench/sentence_file.py). SQLite, not a file
-format of our own: several processes (the chat, an ingest, the CLI) read and write it at once, a row at a time.
+A `DerivedCache` names a kind and its format version (bumped when what is saved, or how it is computed, changes).
+The lexicon and the map are folders named by a key, a hash of what they derive from (the collection's state,
+`PaperIndex.state()`) and of the format, so a cache of another state or format is never read: it is computed again,
+saved, and the others are removed. Such a folder is saved whole (`stage`): written into a temporary folder beside
+its place, every file fsynced, then renamed into place, so a reader never sees half of one, and a process killed
+while writing leaves the previous cache as it was. The sentence file is one SQLite file that several processes
+write a row at a time: SQLite's transactions keep each write whole, and a file of another format is emptied.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import logging
 import os
-import sqlite3
-import threading
-from collections.abc import Iterable, Sequence
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-SENTENCE_FILE = "vectors.sqlite3"
-# bench/sentence_file.py, 20,000 real abstracts (6.3 sentences, 2.44 KB of vectors a paper): 2.74 KB a paper on
-# disk with 16 KiB pages, 3.47 KB with SQLite's default 4 KiB (a row does not fit a page's remainder).
-PAGE_SIZE = 16384
-BATCH = 500  # ids per statement (SQLite's limit on parameters is 32,766)
+log = logging.getLogger(__name__)
+
+DONE = "done"  # written last into a saved folder: caches saved before the rename was fsynced are checked by it
+_TEMP = re.compile(r"\.tmp-(\d+)-")  # a temporary folder's name holds its writer's process id
 
 
-def cache_root(index: Any, kind: str = "lexicon") -> Path:
+def cache_root(index: Any, kind: str) -> Path:
     """The folder of a collection's caches of one kind (`lexicon`, `map`, `sentences`), given its `PaperIndex`
     (not imported: store/index.py imports this module): beside the store, or for a Chroma server in the user's
     cache folder, named by the collection's own id (a server reached at another address, or restarted on another
@@ -42,84 +50,112 @@ def cache_root(index: Any, kind: str = "lexicon") -> Path:
     return Path(settings.storage) / kind / settings.collection
 
 
-def sentence_file(index: Any, layout: int | None) -> SentenceFile:
-    """The sentence-vector file of a `PaperIndex`'s collection (not opened until used)."""
-    return SentenceFile(cache_root(index, "sentences") / SENTENCE_FILE, layout)
+@dataclass(frozen=True)
+class DerivedCache:
+    """One kind of derived cache: the name of its folder and the version of its format."""
 
+    kind: str
+    format: int
 
-class SentenceFile:
-    """A paper's packed sentence vectors by doc_id, in one SQLite file. `layout` names how the blobs are packed: a
-    file of another layout is emptied when opened (None: any layout, to delete rows). Errors are the caller's (it
-    is a cache: it logs them)."""
+    def root(self, index: Any) -> Path:
+        """The folder of this kind's caches of a `PaperIndex`'s collection."""
+        return cache_root(index, self.kind)
 
-    def __init__(self, path: Path, layout: int | None) -> None:
-        self.path = path
-        self.layout = layout
-        self._db: sqlite3.Connection | None = None
-        self._lock = threading.Lock()  # one connection shared by a process's threads
+    def key(self, source: Mapping[str, Any]) -> str:
+        """The key of a cache derived from `source` (the collection's state, JSON data) in this format."""
+        payload = json.dumps(dict(source) | {"format": self.format}, sort_keys=True)
+        return hashlib.sha256(payload.encode()).hexdigest()[:20]
 
-    def _open(self) -> sqlite3.Connection:
-        if self._db is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
+    def folder(self, index: Any, source: Mapping[str, Any]) -> Path:
+        """Where the cache derived from `source` is saved."""
+        return self.root(index) / self.key(source)
+
+    @staticmethod
+    def saved(folder: Path) -> bool:
+        """Whether a cache was saved whole in `folder`."""
+        return (folder / DONE).exists()
+
+    @contextmanager
+    def stage(self, folder: Path, keep: bool = True) -> Iterator[Path]:
+        """An empty folder to write the cache of `folder` into. When `keep` and the block ends without an error, it
+        is fsynced and renamed to `folder` (replacing a save there, which the caller could not read), and the other
+        caches of its kind are removed; otherwise it is removed. Where `folder` cannot be written (a read-only
+        store), a private temporary folder: the cache is used, never kept."""
+        tmp: Path | None = None
+        if keep:
             try:
-                db.execute(f"PRAGMA page_size={PAGE_SIZE}")  # takes effect only in a new file
-                db.execute("PRAGMA journal_mode=WAL")  # readers go on while another process writes
-                db.execute("CREATE TABLE IF NOT EXISTS vectors (doc_id TEXT PRIMARY KEY, key TEXT NOT NULL, "
-                           "n INTEGER NOT NULL, data BLOB NOT NULL)")
-                if self.layout is not None and db.execute("PRAGMA user_version").fetchone()[0] != self.layout:
-                    with db:  # another layout's rows are never read as this one's
-                        db.execute("BEGIN IMMEDIATE")
-                        db.execute("DELETE FROM vectors")
-                        db.execute(f"PRAGMA user_version={int(self.layout)}")
-            except BaseException:
-                db.close()
-                raise
-            self._db = db
-        return self._db
+                folder.parent.mkdir(parents=True, exist_ok=True)
+                tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-{os.getpid()}-", dir=folder.parent))
+                tmp.chmod(0o755)  # mkdtemp's folder is the owner's alone; a cache is readable like the store beside it
+            except OSError as exc:  # a read-only store still serves, computing its caches at each start
+                log.warning("could not save the %s cache in %s: %s", self.kind, folder, exc)
+        if tmp is None:
+            keep, tmp = False, Path(tempfile.mkdtemp(prefix=f"rag-bot-{self.kind}-"))
+        try:
+            yield tmp
+            if keep:
+                try:
+                    (tmp / DONE).write_text(time.strftime("%Y-%m-%dT%H:%M:%S"))
+                    _sync(tmp)
+                    _replace(tmp, folder)
+                except OSError as exc:  # the cache was made and is used; only its save failed
+                    log.warning("could not save the %s cache in %s: %s", self.kind, folder, exc)
+                else:
+                    _remove_others(folder)
+                    log.info("%s cache saved in %s", self.kind, folder)
+        finally:
+            # What the caller loaded from a private folder stays readable: its files are mapped or read already.
+            shutil.rmtree(tmp, ignore_errors=True)
 
-    def get(self, ids: Sequence[str]) -> dict[str, tuple[str, int, bytes]]:
-        """doc_id -> (key, sentences, packed vectors) of the ids the file holds."""
-        out: dict[str, tuple[str, int, bytes]] = {}
-        with self._lock:
-            db = self._open()
-            for start in range(0, len(ids), BATCH):
-                part = list(ids[start:start + BATCH])
-                marks = ",".join("?" * len(part))
-                for doc_id, key, n, data in db.execute(
-                        f"SELECT doc_id, key, n, data FROM vectors WHERE doc_id IN ({marks})", part):
-                    out[doc_id] = (key, int(n), bytes(data))
-        return out
 
-    def put(self, rows: Iterable[tuple[str, str, int, bytes]]) -> int:
-        """Write (doc_id, key, sentences, packed vectors) rows in one transaction, replacing a paper's old row;
-        how many were written."""
-        rows = list(rows)
-        with self._lock:
-            db = self._open()
-            with db:
-                db.execute("BEGIN IMMEDIATE")
-                db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
-        return len(rows)
+def _sync(folder: Path) -> None:
+    """fsync every file and folder under `folder`, so the rename never publishes a folder whose files a power cut
+    could leave empty."""
+    for path in [*folder.rglob("*"), folder]:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
-    def delete(self, ids: Sequence[str]) -> None:
-        """Drop these papers' rows (a missing file is not created for it)."""
-        if not ids or (self._db is None and not self.path.exists()):
-            return
-        with self._lock:
-            db = self._open()
-            with db:
-                db.execute("BEGIN IMMEDIATE")
-                for start in range(0, len(ids), BATCH):
-                    part = list(ids[start:start + BATCH])
-                    db.execute(f"DELETE FROM vectors WHERE doc_id IN ({','.join('?' * len(part))})", part)
 
-    def count(self) -> int:
-        with self._lock:
-            return int(self._open().execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
+def _replace(tmp: Path, folder: Path) -> None:
+    """Rename `tmp` to `folder`; a folder already there (unreadable, or an equal one another process just saved) is
+    moved aside first and removed, so a reader finds the old folder, none, or the new one, never a mix."""
+    try:
+        os.rename(tmp, folder)
+    except OSError:
+        if not folder.exists():
+            raise
+        aside = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-{os.getpid()}-old-", dir=folder.parent))
+        os.rename(folder, aside / "old")
+        os.rename(tmp, folder)
+        shutil.rmtree(aside, ignore_errors=True)
+    fd = os.open(folder.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
-    def close(self) -> None:
-        with self._lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None
+
+def _remove_others(folder: Path) -> None:
+    """Remove the caches of other keys beside `folder`, and the temporary folders of writers no longer running."""
+    for other in folder.parent.iterdir():
+        if other == folder:
+            continue
+        if other.name.startswith("."):
+            writer = _TEMP.search(other.name)
+            if writer is None or process_running(int(writer.group(1))):
+                continue
+        shutil.rmtree(other, ignore_errors=True)
+
+
+def process_running(pid: int) -> bool:
+    """Whether a process of this id runs on this machine (a writer's temporary files are its own until it ends)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True

@@ -13,7 +13,7 @@ ingest, so the previous index keeps serving.
 A paper's chunks (title + chunk text) are embedded, and its paper vector is either a second pass over its title and
 whole abstract (`paper_vector="whole"`: about twice the ingest time) or the normalised mean of its chunk vectors
 (`"mean"`, the default: one model pass; docs/benchmarks.md). The papers collection's metadata carries a generation (changed by every ingest
-that writes) that keys the lexical cache (rag_bot/retrieval/lexicon.py).
+that writes) that keys the derived caches (rag_bot/store/caches.py).
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from llama_index.core.schema import Document, TextNode
 from rag_bot.errors import StoreError
 from rag_bot.reading import identity
 from rag_bot.store.base import GENERATION
-from rag_bot.store.caches import sentence_file
 from rag_bot.store.reads import PaperReads
 from rag_bot.store.records import chunk_id, chunk_metadata, paper_from_record, paper_record
+from rag_bot.store.sentence_file import sentence_file
 from rag_bot.text import clean_markup, one_line
 from rag_bot.types import Paper
 
@@ -227,12 +227,12 @@ class PaperIndex(PaperReads):
         return report
 
     def _forget_sentences(self, doc_ids: Sequence[str]) -> None:
-        """Drop removed papers' rows from the answer-time cache of sentence vectors (rag_bot/store/caches.py), when
-        there is one. A cache: a fault is logged, not raised (a row left behind is never read for a paper that is
-        gone). For a Chroma server, only this machine's cache."""
+        """Drop removed papers' rows from the answer-time cache of sentence vectors (rag_bot/store/sentence_file.py),
+        when there is one. A cache: a fault is logged, not raised (a row left behind is never read for a paper that
+        is gone). For a Chroma server, only this machine's cache."""
         if not doc_ids:
             return
-        file = sentence_file(self, layout=None)
+        file = sentence_file(self, any_format=True)
         try:
             file.delete(doc_ids)  # no file, nothing to drop: none is made
         except (OSError, sqlite3.Error) as exc:

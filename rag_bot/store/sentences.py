@@ -3,13 +3,13 @@ and quote matching.
 
 Embedding a paper's sentences is most of an offline answer's time (about 0.1 s of CPU per abstract, with MiniLM on
 two cores; docs/benchmarks.md), so it is done once per paper ever: vectors are kept in memory and, given the
-paper index, persisted in an SQLite file beside the store (rag_bot/store/caches.py; for a Chroma server, in the
+paper index, persisted in an SQLite file beside the store (rag_bot/store/sentence_file.py; for a Chroma server, in the
 user's cache folder), filled as papers are first used (or ahead of time by `SentenceIndex.fill`). A row holds one
 paper: its doc_id, the key of what was embedded (model and sentences) and the vectors, 8 bits a number with one
-scale per sentence (`LAYOUT`: 388 bytes a sentence, 2.4 KB a paper on average, against 38 KB as float32 beside a
-384-number mean). Every vector an answer uses is so rounded, computed or cached alike, so an answer never depends
-on what is cached. A row whose key does not match the paper's current sentences is recomputed and overwritten; a
-file of another layout is emptied. Stores written before the file kept the vectors in a `<name>_sentences` Chroma
+scale per sentence (the file's format, `SENTENCES.format`: 388 bytes a sentence, 2.4 KB a paper on average,
+against 38 KB as float32 beside a 384-number mean). Every vector an answer uses is so rounded, computed or cached
+alike, so an answer never depends on what is cached. A row whose key does not match the paper's current sentences is recomputed and overwritten; a
+file of another format is emptied. Stores written before the file kept the vectors in a `<name>_sentences` Chroma
 collection: they are moved into the file once. The store is a cache: any fault reading or writing it is logged
 and the vectors are computed instead.
 
@@ -28,10 +28,10 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
-from rag_bot.store.caches import SentenceFile, sentence_file
 from rag_bot.store.embedding import MODEL_NAME, MiniLMEmbedding
 from rag_bot.store.index import PaperIndex
 from rag_bot.store.reads import SENTENCES_SUFFIX
+from rag_bot.store.sentence_file import SentenceFile, sentence_file
 from rag_bot.text import clean_markup, split_sentences
 from rag_bot.types import Paper
 
@@ -62,7 +62,6 @@ def sentence_key(sentences: Sequence[str], max_tokens: int, model: str = MODEL_N
     return hashlib.sha256(payload.encode()).hexdigest()[:24]
 
 
-LAYOUT = 1  # how a paper's vectors are packed (int8 codes, a scale per sentence); a file of another is emptied
 LEGACY = "int8-scaled-v1"  # the same packing in base64, as `<name>_sentences` Chroma collections held it
 
 
@@ -97,7 +96,7 @@ def unpack(raw: bytes, rows: int) -> np.ndarray | None:
 
 def stored_count(index: PaperIndex) -> int:
     """Papers whose sentence vectors the index's file holds (0 without a file, none is made; a fault is logged)."""
-    file = sentence_file(index, LAYOUT)
+    file = sentence_file(index)
     if not file.path.exists():
         return 0
     try:
@@ -110,8 +109,8 @@ def stored_count(index: PaperIndex) -> int:
 
 
 class SentenceStore:
-    """The persisted sentence vectors of a paper index (rag_bot/store/caches.py's `SentenceFile`, beside the store
-    or in the user's cache folder for a Chroma server); a cache, so faults are not errors."""
+    """The persisted sentence vectors of a paper index (rag_bot/store/sentence_file.py's `SentenceFile`, beside the
+    store or in the user's cache folder for a Chroma server); a cache, so faults are not errors."""
 
     def __init__(self, index: PaperIndex) -> None:
         self.index = index
@@ -122,7 +121,7 @@ class SentenceStore:
     @property
     def file(self) -> SentenceFile:
         if self._file is None:
-            file = sentence_file(self.index, LAYOUT)
+            file = sentence_file(self.index)
             self._adopt(file)
             self._file = file
         return self._file

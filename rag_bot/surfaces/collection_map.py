@@ -7,10 +7,10 @@ spread sample and every paper is then assigned to its nearest centre; past `TERM
 terms are counted on an evenly spread sample of them.
 
 `map_of(index)` is the map of a stored collection, computed once per collection state and saved beside the
-store (`<storage>/map/<collection>/<key>/`, keyed like the lexical cache of rag_bot/retrieval/lexicon.py): a start reads
-the saved layout (no paper vector, no record read); `cached_map(index)` returns it only when it is saved. It
-holds each paper's title, source, venue and year too, so the chat builds its page (paper table, filter choices)
-from the map without decoding a paper.
+store (`<storage>/map/<collection>/<key>/`, a derived cache: rag_bot/store/caches.py): a start reads the saved
+layout (no paper vector, no record read); `cached_map(index)` returns it only when it is saved. It holds each
+paper's title, source, venue and year too, so the chat builds its page (paper table, filter choices) from the map
+without decoding a paper.
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
-import shutil
 import time
 from bisect import bisect_left
 from collections import Counter
@@ -30,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rag_bot.store.caches import DerivedCache
 from rag_bot.surfaces.topic_names import cluster_terms
 from rag_bot.text import clean_markup
 from rag_bot.types import Paper
@@ -41,7 +40,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FIT_SAMPLE = 4000  # papers k-means is fitted on (evenly spread); all papers are then assigned
-MAP_FORMAT = 3  # 2: venues and years saved; 3: topics named by noun phrases; bump when what is saved, or how the map is computed, changes
+# 2: venues and years saved; 3: topics named by noun phrases; 4: keyed by its own format alone (it was keyed by the
+# lexical cache's too). Bump when what is saved, or how the map is computed, changes.
+MAP = DerivedCache("map", format=4)
 
 
 @dataclass
@@ -237,11 +238,9 @@ def _layout(kept: Sequence[Paper], matrix: np.ndarray) -> CollectionMap:
 
 
 # --- the map of a stored collection, saved beside the store ----------------------------------------------------
-def _folder(index: PaperIndex, state: dict[str, Any]) -> Path:
-    from rag_bot.retrieval.lexicon import state_key
-    from rag_bot.store.caches import cache_root
-
-    return cache_root(index, "map") / state_key(state | {"map_format": MAP_FORMAT})
+def map_folder(index: PaperIndex, state: dict[str, Any]) -> Path:
+    """Where the map of a collection state is saved."""
+    return MAP.folder(index, state)
 
 
 def cached_map(index: PaperIndex) -> CollectionMap | None:
@@ -249,15 +248,15 @@ def cached_map(index: PaperIndex) -> CollectionMap | None:
     state = index.state()
     if not state["papers"]:
         return empty_map()
-    folder = _folder(index, state)
-    if not (folder / "done").exists():
+    folder = map_folder(index, state)
+    if not MAP.saved(folder):
         return None
     try:
         meta = json.loads((folder / "map.json").read_text(encoding="utf-8"))
         with np.load(folder / "map.npz", allow_pickle=False) as arrays:
             xy, clusters = arrays["xy"].astype(np.float64), arrays["clusters"].astype(int)
-        if meta.get("format") != MAP_FORMAT:
-            raise ValueError(f"the saved map is of format {meta.get('format')}, not {MAP_FORMAT}")
+        if meta.get("format") != MAP.format:
+            raise ValueError(f"the saved map is of format {meta.get('format')}, not {MAP.format}")
         cmap = CollectionMap(doc_ids=meta["doc_ids"], titles=meta["titles"], sources=meta["sources"],
                              venues=meta["venues"], years=meta["years"], xy=xy, clusters=clusters,
                              labels=meta["labels"], terms=meta["terms"])
@@ -279,9 +278,6 @@ def map_of(index: PaperIndex, papers: Mapping[str, Paper] | None = None) -> Coll
     if cmap is not None:
         return cmap
     state = index.state()
-    folder = _folder(index, state)
-    # A save there that `cached_map` could not use (damaged, or of an older build) is replaced, not kept forever.
-    stale = folder.exists()
     ids, matrix = index.paper_matrix()
     if papers is None:
         papers = {p.doc_id: p for p in index.all_papers()}
@@ -290,31 +286,19 @@ def map_of(index: PaperIndex, papers: Mapping[str, Paper] | None = None) -> Coll
     rows = [i for i in order if ids[i] in papers]
     cmap = _layout(kept, matrix[rows]) if kept else empty_map()
     if not str(state.get("generation") or "").startswith("writing-") and kept:
+        # A save there that `cached_map` could not use (damaged, or of an older build) is replaced.
         try:
-            if stale:
-                shutil.rmtree(folder, ignore_errors=True)
-            _save(folder, cmap)
-        except OSError as exc:  # a read-only store still serves, computing the map at each start
+            with MAP.stage(map_folder(index, state)) as tmp:
+                _write(tmp, cmap)
+        except OSError as exc:  # a full disk: the map is still shown, computed again at the next start
             log.warning("could not save the map: %s", exc)
     return cmap
 
 
-def _save(folder: Path, cmap: CollectionMap) -> None:
-    """Write to a temporary folder, then rename it into place; other states' saved maps are removed."""
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = folder.parent / f".{folder.name}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
+def _write(tmp: Path, cmap: CollectionMap) -> None:
+    """Write the map's files into a folder."""
     np.savez(tmp / "map.npz", xy=cmap.xy.astype(np.float32), clusters=cmap.clusters.astype(np.int32))
     (tmp / "map.json").write_text(json.dumps({
         "doc_ids": cmap.doc_ids, "titles": cmap.titles, "sources": cmap.sources, "venues": cmap.venues,
-        "years": cmap.years, "labels": cmap.labels, "terms": cmap.terms, "format": MAP_FORMAT,
+        "years": cmap.years, "labels": cmap.labels, "terms": cmap.terms, "format": MAP.format,
     }, ensure_ascii=False), encoding="utf-8")
-    (tmp / "done").write_text(time.strftime("%Y-%m-%dT%H:%M:%S"))
-    try:
-        tmp.rename(folder)
-    except OSError:  # another process saved the same state first
-        shutil.rmtree(tmp, ignore_errors=True)
-    for other in folder.parent.iterdir():
-        if other != folder and not other.name.startswith("."):
-            shutil.rmtree(other, ignore_errors=True)

@@ -57,7 +57,8 @@ class Library:
     def refresh(self) -> None:
         """Take the papers the engine holds (re-read by every ingest) and recompute the map."""
         # The engine's own mapping, not a copy: a stored collection's papers are decoded when first read
-        # (rag_bot/retrieval/lexicon.py LazyPapers), and the page is built from the map, so a start decodes none of them.
+        # (rag_bot/retrieval/lexical/papers.py PaperRecords), and the page is built from the map, so a start decodes
+        # none of them.
         self.papers = self.engine.papers
         # The map of this collection state is computed once and saved beside the store (rag_bot/surfaces/collection_map.py).
         self.map = map_of(self.engine.index, self.papers)

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import overload
+from typing import TypeVar, overload
 
 import numpy as np
+
+_V = TypeVar("_V")
 
 
 class IdTable(Sequence[str]):
@@ -88,3 +90,23 @@ class RowLookup(Mapping[str, int]):
 
     def __len__(self) -> int:
         return len(self._table)
+
+
+class ByRow(Mapping[str, _V]):
+    """A mapping keyed by doc_id over rows stored in arrays (row n = ids[n]); a subclass reads a row's value."""
+
+    def __init__(self, ids: Sequence[str], rows: Mapping[str, int]) -> None:
+        self._rows = rows
+        self._ids = ids
+
+    def __getitem__(self, doc_id: str) -> _V:
+        raise NotImplementedError
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._rows
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)

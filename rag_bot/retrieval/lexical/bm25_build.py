@@ -20,10 +20,10 @@ SLICE = 1_000_000  # (paper, word) pairs scored and placed at a time: about 80 b
 
 
 def build(terms: np.ndarray, counts: np.ndarray, lengths: np.ndarray, doc_lengths: np.ndarray,
-          vocab: dict[str, int]) -> Any:
+          vocab: dict[str, int], slice_pairs: int = SLICE) -> Any:
     """A `bm25s.BM25` holding the scores of papers whose distinct word ids are `terms` (each paper's sorted, one
     after another; `lengths` of them a paper) seen `counts` times, in papers `doc_lengths` tokens long. `vocab`
-    (word -> id) gets bm25s's empty token, as its own index adds it."""
+    (word -> id) gets bm25s's empty token, as its own index adds it; `slice_pairs` pairs are scored at a time."""
     import bm25s
 
     bm25 = bm25s.BM25()
@@ -45,8 +45,8 @@ def build(terms: np.ndarray, counts: np.ndarray, lengths: np.ndarray, doc_length
     starts = ends - lengths
     doc = 0
     while doc < n_docs:
-        # whole papers, up to SLICE pairs (at least one paper)
-        last = max(doc + 1, int(np.searchsorted(ends, starts[doc] + SLICE, side="right")))
+        # whole papers, up to slice_pairs pairs (at least one paper)
+        last = max(doc + 1, int(np.searchsorted(ends, starts[doc] + slice_pairs, side="right")))
         lo, hi = int(starts[doc]), int(ends[last - 1])
         words = terms[lo:hi]
         papers = np.repeat(np.arange(doc, last, dtype=bm25.int_dtype), lengths[doc:last])

@@ -1,5 +1,8 @@
-"""The papers' records in the lexical cache (rag_bot/retrieval/lexicon.py), each compressed on its own with zlib
-against one dictionary shared by the collection, so that one record is read without the others.
+"""The papers' records in the lexical cache, and the one reader of them: a `Paper` is written as a record
+(`RecordWriter.add_paper`) and read back (`PaperRecords`) here only.
+
+Each record is compressed on its own with zlib against one dictionary shared by the collection, so that one record
+is read without the others.
 
 A record is a JSON line of a paper's fields (1.32 KB on average at a million simulated papers). Alone, zlib takes it
 to 0.73 KB; primed with 32 KB of the collection's first records (zlib's window, so no larger dictionary helps), to
@@ -10,9 +13,17 @@ cache's records take 0.53 GB instead of 1.32.
 
 from __future__ import annotations
 
+import json
 import zlib
-from typing import BinaryIO
+from collections.abc import Mapping, Sequence
+from typing import Any, BinaryIO
 
+import numpy as np
+
+from rag_bot.retrieval.lexical.rows import ByRow
+from rag_bot.types import Paper
+
+FIELDS = ("title", "text", "source", "aliases", "links", "authors", "venue", "year", "url", "identifiers")
 WINDOW = 32768  # zlib's window: the dictionary's size
 LEVEL = 6
 
@@ -27,6 +38,10 @@ class RecordWriter:
         self._base: zlib._Compress | None = None
         self.dictionary = b""
         self.offsets = [0]
+
+    def add_paper(self, paper: Paper) -> None:
+        """Append a paper's record (its fields but the doc_id, which is the record's row)."""
+        self.add(record_of(paper))
 
     def add(self, record: bytes) -> None:
         if self._base is None:
@@ -56,6 +71,11 @@ class RecordWriter:
         self.offsets.append(self.offsets[-1] + len(packed))
 
 
+def record_of(paper: Paper) -> bytes:
+    """A paper's record before compression: a JSON line of its `FIELDS`."""
+    return json.dumps([getattr(paper, name) for name in FIELDS], ensure_ascii=False).encode()
+
+
 class RecordReader:
     """One record back from its bytes."""
 
@@ -64,3 +84,23 @@ class RecordReader:
 
     def __call__(self, packed: bytes) -> bytes:
         return self._base.copy().decompress(packed)
+
+
+class PaperRecords(ByRow[Paper]):
+    """doc_id -> Paper, decoding a record (compressed, in one memory-mapped blob) when it is first asked for."""
+
+    def __init__(self, ids: Sequence[str], blob: Any, offsets: np.ndarray, rows: Mapping[str, int],
+                 unpack: RecordReader) -> None:
+        super().__init__(ids, rows)
+        self._blob = blob
+        self._offsets = offsets
+        self._unpack = unpack
+        self._made: dict[str, Paper] = {}
+
+    def __getitem__(self, doc_id: str) -> Paper:
+        paper = self._made.get(doc_id)
+        if paper is None:
+            row = self._rows[doc_id]
+            record = json.loads(self._unpack(bytes(self._blob[int(self._offsets[row]):int(self._offsets[row + 1])])))
+            paper = self._made[doc_id] = Paper(doc_id=doc_id, **dict(zip(FIELDS, record)))
+        return paper
