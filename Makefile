@@ -46,7 +46,7 @@ screenshot: $(STAMP)
 		tests/test_browser.py -k "test_ask_streams_a_cited_answer_and_the_marker_opens_its_card or test_the_map_names"
 
 lint: $(STAMP)
-	$(BIN)/ruff check rag_bot tests bench app.py
+	$(BIN)/ruff check rag_bot tests bench train app.py
 	$(BIN)/mypy rag_bot
 
 # docs/benchmarks.md + docs/benchmarks.png (bench/scale.py): the seeds and the 3,000-paper collection by default,

@@ -149,7 +149,8 @@ def dev_rows(engine) -> list[dict]:
         expected = set(q.get("expected") or []) if q["kind"] != "unanswerable" else set()
         if q["kind"] in ("single", "fact"):
             expected = set(list(expected)[:1]) if len(expected) == 1 else expected
-        out.append({"size": 38, "source": "dev", "qid": q["id"], "kind": f"dev {q['kind']}", "mode": mode,
+        out.append({"size": 38, "source": "dev", "qid": q["id"], "question": q["question"],
+                    "kind": f"dev {q['kind']}", "mode": mode,
                     "answerable": bool(expected), "ids": ids, "named": named, "rows": rows.tolist(),
                     "labels": [d in expected for d in ids], "relevant": sorted(expected)})
     return out
@@ -166,6 +167,33 @@ def store_of(size: int) -> Path:
             Engine(Settings(storage=store)).ingest([ROOT / "seeds"])
         return store
     return ROOT / "storage" / f"bench-{size}"
+
+
+def with_cross(records: list[dict], folder: Path | None) -> list[str]:
+    """Two more signals on every row, the trained cross-encoder's logit and its gap to the question's best
+    (train/scorer.py), cached per size and model in storage/; the names of the columns appended."""
+    from rag_bot.engine import Engine
+    from rag_bot.settings import Settings
+    from train import scorer
+
+    folder = folder or scorer.FOLDER
+    version = f"{hashlib.sha1((folder / 'model.onnx').read_bytes()).hexdigest()[:12]}-{scorer.MAX_TOKENS}"
+    for size in sorted({r["size"] for r in records}):
+        cache = ROOT / "storage" / f"relevance-cross-{size}-{version}.json.gz"
+        known = json.loads(gzip.open(cache, "rt").read()) if cache.exists() else {}
+        mine = [r for r in records if r["size"] == size]
+        missing = [r for r in mine if f"{r['source']}|{r['qid']}" not in known and r["rows"]]
+        if missing:
+            papers = Engine(Settings(storage=store_of(size))).retriever.papers
+            for r in missing:
+                known[f"{r['source']}|{r['qid']}"] = scorer.scores(r["question"], [papers[d] for d in r["ids"]],
+                                                                   folder).tolist()
+            with gzip.open(cache, "wt") as f:
+                f.write(json.dumps(known))
+        for r in mine:
+            scores = np.asarray(known.get(f"{r['source']}|{r['qid']}", []))
+            r["rows"] = [[*row, float(x), float(scores.max() - x)] for row, x in zip(r["rows"], scores)]
+    return ["cross", "cross gap"]
 
 
 def collect(size: int, generated: int, part: str) -> list[dict]:
@@ -185,18 +213,21 @@ def collect(size: int, generated: int, part: str) -> list[dict]:
     for q in read_jsonl(QUESTIONS) if part == "judged" else []:
         ids, named, rows = question_rows(engine, q["question"], q["mode"])
         # Labels, relevant papers and answerability come from the judgements when the records are read (relabel).
-        out.append({"size": size, "source": "judged", "qid": q["id"], "kind": q.get("kind", ""), "mode": q["mode"],
+        out.append({"size": size, "source": "judged", "qid": q["id"], "question": q["question"],
+                    "kind": q.get("kind", ""), "mode": q["mode"],
                     "answerable": False, "ids": ids, "named": named, "rows": rows.tolist(),
                     "labels": [None] * len(ids), "relevant": []})
     for item in generated_items(engine, size, generated) if part == "known" else []:
         target = item["target"][0]
         ids, named, rows = question_rows(engine, item["question"], "ask")
-        out.append({"size": size, "source": "known", "qid": item["id"], "kind": "known", "mode": "ask",
+        out.append({"size": size, "source": "known", "qid": item["id"], "question": item["question"],
+                    "kind": "known", "mode": "ask",
                     "answerable": True, "ids": ids, "named": named, "rows": rows.tolist(),
                     "labels": [True if d == target else None for d in ids], "relevant": [target]})
         drop = near_duplicates(engine, target, ids)
         ids, named, rows = question_rows(engine, item["question"], "ask", drop)
-        out.append({"size": size, "source": "near miss", "qid": item["id"], "kind": "near miss", "mode": "ask",
+        out.append({"size": size, "source": "near miss", "qid": item["id"], "question": item["question"],
+                    "kind": "near miss", "mode": "ask",
                     "answerable": False, "ids": ids, "named": named, "rows": rows.tolist(),
                     "labels": [False] * min(3, len(ids)) + [None] * max(0, len(ids) - 3), "relevant": []})
     return out
@@ -329,7 +360,16 @@ def main() -> int:
     parser.add_argument("--write", action="store_true")
     parser.add_argument("--fresh", action="store_true", help="recompute the cached rows")
     parser.add_argument("--reference", action="store_true", help="only measure and write the reference statistics")
+    parser.add_argument("--without", nargs="*", default=[], choices=MEASURED,
+                        help="fit as if these signals were not measured (0 for every pair): today's model beside a new "
+                             "signal's, on the same rows in one run")
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--cross", nargs="?", const="", default=None, metavar="FOLDER",
+                        help="add the trained cross-encoder's signals (train/scorer.py; its folder, default "
+                             "train/out/cross-encoder/onnx): measured beside today's model, never written")
     args = parser.parse_args()
+    if args.cross is not None and args.write:
+        parser.error("--cross measures the cross-encoder beside today's model; the runtime does not compute it")
     embedder, statistics = reference()
     if args.reference:
         model = dataclasses.replace(load(), embedder=embedder, reference=statistics)
@@ -354,6 +394,14 @@ def main() -> int:
             records += got
             print(f"{size} {part}: {len(got)} question records", file=sys.stderr)
     relabel(records)
+    for r in records:
+        for name in args.without:
+            for row in r["rows"]:
+                row[MEASURED.index(name)] = 0.0
+        if args.without and r["rows"]:
+            r["rows"] = with_shares(np.asarray([row[:len(MEASURED)] for row in r["rows"]])).tolist()
+    names = list(FEATURES) + (with_cross(records, Path(args.cross) if args.cross else None)
+                              if args.cross is not None else [])
     x, y, modes = pair_data(records, "fit")
     sources = pair_sources(records, "fit")
     families, cuts = {}, {}
@@ -361,7 +409,7 @@ def main() -> int:
         chosen = np.array([(m == "ask") == (family == "ask") for m in modes])
         xf, yf = x[chosen], y[chosen]
         sample = balanced([g for g, c in zip(sources, chosen) if c])
-        mean, scale = xf.mean(axis=0), xf.std(axis=0) + 1e-9
+        mean, scale = xf.mean(axis=0), np.maximum(xf.std(axis=0), 1e-6)  # a signal left out (--without) is constant
         weights, bias = fit_logistic((xf - mean) / scale, yf, sample=sample)
         w = Weights(mean=tuple(round(float(v), 6) for v in mean), scale=tuple(round(float(v), 6) for v in scale),
                     weights=tuple(round(float(v), 6) for v in weights), bias=round(bias, 6))
@@ -373,10 +421,10 @@ def main() -> int:
         # The answer cut: over the fit part's questions of this family naming no paper, the best candidate's
         # probability; every answerable question counts once: the highest cut at which at most FALSE_REFUSALS of
         # them are declined.
-        best = [(float(w.probabilities(np.asarray(r["rows"])).max()) if r["rows"] else 0.0, r["answerable"])
-                for r in records if not locked(r["qid"]) and not any(r["named"])
+        best = [(float(w.probabilities(np.asarray(r["rows"])).max()) if r["rows"] else 0.0, r["answerable"],
+                 r["source"]) for r in records if not locked(r["qid"]) and not any(r["named"])
                 and (r["mode"] == "ask") == (family == "ask")]
-        answerable = np.sort([b for b, a in best if a])
+        answerable = np.sort([b for b, a, _ in best if a])
         answer = float(answerable[int(FALSE_REFUSALS * len(answerable))]) if len(answerable) else 0.5
         if family == "ask":  # a direct answer's sources: the best F1 over pairs
             cuts[family] = {"answer": round(answer, 4), "source": round(best_f1_cut(p, yf), 4)}
@@ -392,10 +440,14 @@ def main() -> int:
     model = RelevanceModel(ask=families["ask"], area=families["area"], cuts=cuts,
                            fitted_on=f"bench/relevance_fit.py at {commit}: {len(y)} pairs ({int(y.sum())} relevant), "
                            f"sizes {args.sizes}, fit part only", embedder=embedder, reference=statistics)
-    report = {"model": json.loads(model.to_json()), "features": list(FEATURES), "parts": {}}
+    report = {"model": json.loads(model.to_json()), "features": names, "parts": {}}
     for part in ("fit", "locked"):
-        report["parts"][part] = evaluate(model, records, part)
-    RESULTS.write_text(json.dumps(report, indent=1) + "\n")
+        report["parts"][part] = evaluate(model, records, part, names)
+    report["without"] = args.without
+    if args.cross is None and not args.without:
+        # The shipped model on the same rows: what a refit changes, read side by side.
+        report["shipped"] = {part: evaluate(load(), records, part, names) for part in ("fit", "locked")}
+    args.results.write_text(json.dumps(report, indent=1) + "\n")
     print(json.dumps(report["parts"], indent=1))
     print(model.to_json())
     if args.write:
@@ -452,8 +504,8 @@ def cross_validated_auc(x: np.ndarray, y: np.ndarray, qids: list[str], folds: in
     return auc(held, y)
 
 
-def evaluate(model, records: list[dict], part: str) -> dict:
-    """Pair and question metrics of one part, per size and source."""
+def evaluate(model, records: list[dict], part: str, names: list[str]) -> dict:
+    """Pair and question metrics of one part, per size and source (`names`: the rows' columns)."""
     out: dict = {}
     x, y, modes = pair_data(records, part)
     for family in ("ask", "area"):
@@ -461,7 +513,10 @@ def evaluate(model, records: list[dict], part: str) -> dict:
         if chosen.any():
             p = model.probabilities(x[chosen], family)
             out[f"pairs {family}"] = {"n": int(chosen.sum()), "relevant": int(y[chosen].sum()),
-                                      "auc": round(auc(p, y[chosen]), 3)}
+                                      "auc": round(auc(p, y[chosen]), 3),
+                                      # Each signal alone: how well it separates the pairs by itself.
+                                      **{f"auc {name}": round(auc(x[chosen][:, names.index(name)], y[chosen]), 3)
+                                         for name in ("similarity", "sentence", "cross") if name in names}}
     groups: dict[str, list[dict]] = {}
     for r in records:
         if (part == "locked") == locked(r["qid"]):
