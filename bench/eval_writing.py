@@ -29,6 +29,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from rag_bot.evaluation.split import locked  # noqa: E402  (the one locked split)
+
 ROW_ROLE = {"Problem": "problem", "Approach": "method", "Reported results": "result"}
 # A shown quote that does not read alone: a one-word lead-in with its comma, a short lead-in referring back, or an
 # opening pronoun or demonstrative (not "this paper").
@@ -43,10 +46,6 @@ _BACK_LEAD = re.compile(r"^(?!(?:we|our|the|a|an|it|this (?:paper|work|study))\b
                         re.IGNORECASE)
 _POINTING = re.compile(r"^(?:(?:this|these|those|such|they|its|their)\b(?!\s+(?:paper|work|study|article)\b)|"
                        r"it\b(?!\s+(?:is|was|has been|remains|seems)\b[^.]*\b(?:to|that)\b))", re.IGNORECASE)
-
-
-def locked(key: str) -> bool:
-    return int(hashlib.sha1(key.encode()).hexdigest(), 16) % 3 == 0
 
 
 def dangling(shown: str) -> str | None:

@@ -38,6 +38,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from rag_bot.evaluation.split import locked  # noqa: E402  (the one locked split)
+
 QUESTIONS = ROOT / "bench" / "data" / "relevance_questions.jsonl"
 PAIRS = ROOT / "bench" / "data" / "relevance_pairs.jsonl"
 ML_ABSTRACTS = ROOT.parent / "shared" / "data" / "ml_abstracts.jsonl.gz"
@@ -48,11 +50,6 @@ L2 = 1.0  # ridge penalty of the logistic fit (on standardised signals); the cro
 FALSE_REFUSALS = 0.02  # the answer cut declines the most near misses at this share of answerable questions
 PAPERS = {38: 38, 3000: 3202, 22000: 22186}  # papers in each benchmark collection (bench/collections.py)
 AREA_KINDS = ("area", "compare", "dev summary", "dev compare")  # questions whose answer is an area
-
-
-def locked(key: str) -> bool:
-    """Whether an item is in the locked part (never fitted or tuned on)."""
-    return int(hashlib.sha1(key.encode()).hexdigest(), 16) % 3 == 0
 
 
 def read_jsonl(path: Path) -> list[dict]:

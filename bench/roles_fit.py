@@ -20,12 +20,10 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from rag_bot.evaluation.split import locked  # noqa: E402  (the one locked split)
+
 LABELS = ROOT / "bench" / "data" / "sentence_roles.jsonl"
 PENALTIES = (10.0, 100.0, 300.0, 1000.0, 3000.0)  # ridge penalties tried; the best 5-fold accuracy on the fit part wins
-
-
-def locked(doc_id: str) -> bool:
-    return int(hashlib.sha1(doc_id.encode()).hexdigest(), 16) % 3 == 0
 
 
 def fit_softmax(x: np.ndarray, y: np.ndarray, classes: int, l2: float, steps: int = 400) -> np.ndarray:

@@ -30,17 +30,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from rag_bot.evaluation.split import locked  # noqa: E402  (the one locked split)
+
 ML_ABSTRACTS = ROOT.parent / "shared" / "data" / "ml_abstracts.jsonl.gz"
 CSFCUBE = ROOT.parent / "shared" / "data" / "csfcube" / "corpus.jsonl.gz"
 DATA = ROOT / "bench" / "data"
 OUT = ROOT / "train" / "out" / "pairs.jsonl"
 SEED = 36
 NEGATIVES = 4  # hard negatives per mined question
-
-
-def locked(key: str) -> bool:
-    """Whether an item is in the locked part (never trained on in any role)."""
-    return int(hashlib.sha1(key.encode()).hexdigest(), 16) % 3 == 0
 
 
 def norm_title(title: str) -> str:
