@@ -38,6 +38,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench.fitting import fit_logistic  # noqa: E402
 from rag_bot.evaluation.split import locked  # noqa: E402  (the one locked split)
 
 QUESTIONS = ROOT / "bench" / "data" / "relevance_questions.jsonl"
@@ -254,26 +255,6 @@ def relabel(records: list[dict]) -> None:
         r["answerable"] = bool(held) or any(r["named"])
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = L2, sample: np.ndarray | None = None
-                 ) -> tuple[np.ndarray, float]:
-    """Ridge logistic regression by Newton's method (weights, bias) on standardised x, each row weighted by
-    `sample` (mean 1)."""
-    n, d = x.shape
-    s = np.ones(n) if sample is None else sample * n / sample.sum()
-    a = np.hstack([x, np.ones((n, 1))])
-    w = np.zeros(d + 1)
-    penalty = np.diag([l2] * d + [0.0])
-    for _ in range(50):
-        p = 1 / (1 + np.exp(-np.clip(a @ w, -30, 30)))
-        grad = a.T @ (s * (p - y)) + penalty @ w
-        hess = (a * (s * p * (1 - p))[:, None]).T @ a + penalty + 1e-9 * np.eye(d + 1)
-        step = np.linalg.solve(hess, grad)
-        w -= step
-        if np.abs(step).max() < 1e-8:
-            break
-    return w[:d], float(w[d])
-
-
 def pair_data(records: list[dict], part: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
     xs, ys, modes = [], [], []
     for r in records:
@@ -407,7 +388,7 @@ def main() -> int:
         xf, yf = x[chosen], y[chosen]
         sample = balanced([g for g, c in zip(sources, chosen) if c])
         mean, scale = xf.mean(axis=0), np.maximum(xf.std(axis=0), 1e-6)  # a signal left out (--without) is constant
-        weights, bias = fit_logistic((xf - mean) / scale, yf, sample=sample)
+        weights, bias = fit_logistic((xf - mean) / scale, yf, L2, sample=sample)
         w = Weights(mean=tuple(round(float(v), 6) for v in mean), scale=tuple(round(float(v), 6) for v in scale),
                     weights=tuple(round(float(v), 6) for v in weights), bias=round(bias, 6))
         families[family] = w
@@ -496,7 +477,7 @@ def cross_validated_auc(x: np.ndarray, y: np.ndarray, qids: list[str], folds: in
         if not test.any() or len(set(y[train])) < 2:
             continue
         mean, scale = x[train].mean(axis=0), x[train].std(axis=0) + 1e-9
-        w, b = fit_logistic((x[train] - mean) / scale, y[train])
+        w, b = fit_logistic((x[train] - mean) / scale, y[train], L2)
         held[test] = ((x[test] - mean) / scale) @ w + b
     return auc(held, y)
 

@@ -21,6 +21,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench.fitting import fit_logistic  # noqa: E402
 from rag_bot.evaluation.split import locked  # noqa: E402  (the one locked split)
 
 LABELS = ROOT / "bench" / "data" / "heading_judgements.jsonl"
@@ -36,15 +37,6 @@ def questions(engines: dict) -> dict[str, str]:
                 q = json.loads(line)
                 out[q["id"]] = q["question"]
     return out
-
-
-def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float, steps: int = 2000) -> tuple[np.ndarray, float]:
-    w, b = np.zeros(x.shape[1]), 0.0
-    for _ in range(steps):
-        p = 1 / (1 + np.exp(-(x @ w + b)))
-        w -= 0.5 * (x.T @ (p - y) / len(y) + l2 * w / len(y))
-        b -= 0.5 * float(np.mean(p - y))
-    return w, b
 
 
 def best_cut(p: np.ndarray, y: np.ndarray, fit: np.ndarray) -> float:
