@@ -49,13 +49,13 @@ def main() -> int:
     model = BertForSequenceClassification.from_pretrained(BASE, num_labels=1)
     model.load_state_dict(torch.load(args.checkpoint, weights_only=False)["model"])
     model.eval()
+    tokenizer = AutoTokenizer.from_pretrained(BASE)
     scores = []
     with torch.no_grad():
         for i in range(0, len(pairs), 16):
             batch = pairs[i:i + 16]
-            enc = AutoTokenizer.from_pretrained(BASE)([questions[p["qid"]]["question"] for p in batch],
-                                                      [texts[p["doc_id"]] for p in batch], truncation="only_second",
-                                                      max_length=MAX_TOKENS, padding=True, return_tensors="pt")
+            enc = tokenizer([questions[p["qid"]]["question"] for p in batch], [texts[p["doc_id"]] for p in batch],
+                            truncation="only_second", max_length=MAX_TOKENS, padding=True, return_tensors="pt")
             scores += model(**enc).logits.squeeze(-1).tolist()
     s, y = np.array(scores), np.array([float(p["relevant"]) for p in pairs])
     modes = np.array([questions[p["qid"]]["mode"] for p in pairs])
