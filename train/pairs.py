@@ -29,6 +29,7 @@ import json
 import random
 import re
 import sys
+from functools import lru_cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,21 +52,22 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+@lru_cache(maxsize=1)
+def every_record() -> tuple[dict, ...]:
+    """The 22,148-record file, in file order (read once)."""
+    return tuple(json.loads(line) for line in gzip.open(ML_ABSTRACTS, "rt", encoding="utf-8"))
+
+
 def records() -> dict[str, dict]:
     """The 22,148-record file's papers that may be trained on: unlocked, not in CSFCube."""
     banned = {norm_title(json.loads(line)["title"]) for line in gzip.open(CSFCUBE, "rt", encoding="utf-8")}
-    out = {}
-    for line in gzip.open(ML_ABSTRACTS, "rt", encoding="utf-8"):
-        r = json.loads(line)
-        if not locked(r["id"]) and norm_title(r["title"]) not in banned:
-            out[r["id"]] = r
-    return out
+    return {r["id"]: r for r in every_record() if not locked(r["id"]) and norm_title(r["title"]) not in banned}
 
 
 def fit_items(usable: dict[str, dict], per_size: int = 600) -> set[str]:
     """The papers bench/relevance_fit.py's `generated_items` asks by title at 3,000 and 22,000 papers (its default
     is 300 per size; twice that is kept out)."""
-    ids = [json.loads(line)["id"] for line in gzip.open(ML_ABSTRACTS, "rt", encoding="utf-8")]
+    ids = [r["id"] for r in every_record()]
     out: set[str] = set()
     for size, members in ((3000, ids[::7]), (22000, ids)):
         ranked = sorted(members, key=lambda d: hashlib.sha1(f"{size}:{d}".encode()).hexdigest())
