@@ -28,6 +28,10 @@ FRAMES = [
     "I want to read about {}",
     "What has been published on {}?",
     "Do any of these papers discuss {}?",
+    "Has anyone studied {}?",
+    "Is there something on {}?",
+    "Is anyone working on {}?",
+    "What can you tell me about {}?",
 ]
 # Topics none of the seeds' 38 abstracts is about (they are on language models), each one concept.
 ABSENT = ["baking bread", "coral reef bleaching", "medieval tax records", "wind turbine maintenance",
@@ -80,6 +84,10 @@ def test_a_refusal_quotes_the_topic_and_none_of_the_words_it_was_asked_with(engi
          ("federated learning", "tomato plant pruning"), ("Has", "these papers")),
         ("Which papers combine quantum annealing with sea ice forecasting?",
          ("quantum annealing", "sea ice forecasting"), ("Which", "papers")),
+        ("Is anyone using quantum annealing for sea ice forecasting?",
+         ("quantum annealing", "sea ice forecasting"), ("anyone", "using")),
+        ("Has anyone studied federated learning for tomato plant pruning?",
+         ("federated learning", "tomato plant pruning"), ("anyone", "studied")),
     ],
 )
 def test_what_is_missing_is_said_in_the_topics_words(engine, question, says, leftover):
@@ -89,3 +97,4 @@ def test_what_is_missing_is_said_in_the_topics_words(engine, question, says, lef
         assert phrase in first, first
     for word in leftover:
         assert not re.search(rf"\b{re.escape(word)}\b", first), f"{word!r} left in: {first}"
+

@@ -293,12 +293,14 @@ def _build_engine(pending: Any) -> Engine:
     """The engine `serve` answers with: the store opened (the seeds indexed into an empty one), the lexical side
     loaded."""
     from rag_bot.engine import Engine
+    from rag_bot.topics import asking_words
 
     engine = Engine(pending.settings)
     if engine.index.count() == 0:
         pending.progress = "Indexing the seed abstracts (first start; the chat answers once they are in)…"
     ensure_index(engine)
     engine.retriever  # load BM25 and names before the first question  # noqa: B018
+    asking_words("What is known about this?")  # and the tagger's lexicon (0.3 s): rag_bot/topics.py
     return engine
 
 
