@@ -105,9 +105,11 @@ def main() -> int:
         target = q["target"][0]
         if locked(q["id"]) or target not in usable:
             continue
-        one_paper = q["style"] in ("paraphrase", "fast-when")
-        mine(q["id"], q["question"], target, "ask" if one_paper else "summary", "reader",
-             slice(0, 12) if one_paper else slice(20, 60))
+        one_paper = q["style"] in ("paraphrase", "fast-when", "problem")
+        # A problem-first question (a reader's situation, as the dev set asks) is its own source, so that training
+        # draws as many of them as of the other readers' questions.
+        mine(q["id"], q["question"], target, "ask" if one_paper else "summary",
+             "problem" if q["style"] == "problem" else "reader", slice(0, 12) if one_paper else slice(20, 60))
         if i % 100 == 0:
             print(f"reader {i}/{len(readers)}", file=sys.stderr, flush=True)
     taken = {q["target"][0] for q in readers} | fit_items(usable)
