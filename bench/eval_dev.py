@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 from rag_bot.engine import Engine  # noqa: E402
 from rag_bot.evaluation.evaluate import DEFAULT_SET, evaluate, load_questions  # noqa: E402
-from rag_bot.retrieval.relevance import load  # noqa: E402
+from rag_bot.grounding.relevance import load  # noqa: E402
 from rag_bot.settings import Settings  # noqa: E402
 
 COLUMNS = ["R@1", "R@5", "MRR@10", "summary/compare recall", "refusal accuracy", "false refusals",
@@ -52,7 +52,7 @@ def main() -> None:
     for retrieval, metrics in rows:
         lines.append(f"| {retrieval} | " + " | ".join(str(metrics[c]) for c in COLUMNS) + " |")
     answerable, unanswerable = np.array(scores["answerable"]), np.array(scores["unanswerable"])
-    lines += ["", "Confidence (the best paper's probability under the fitted relevance model, rag_bot/retrieval/relevance.py) "
+    lines += ["", "Confidence (the best paper's probability under the fitted relevance model, rag_bot/grounding/relevance.py) "
               "of the questions that name no paper:", "",
               "| questions | n | min | p10 | median | p90 | max |", "|---|---|---|---|---|---|---|"]
     for label, values in (("answerable", answerable), ("unanswerable", unanswerable)):

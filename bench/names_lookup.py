@@ -3,7 +3,7 @@
     python bench/names_lookup.py [--sizes 3000 22000]
 
 A paper the lookup names is put first by retrieval and answered by grounding whatever its similarity
-(rag_bot/retrieval/retrieve.py adds 1.0 to its fused score, more than any fused score; rag_bot/retrieval/ground.py
+(rag_bot/retrieval/retrieve.py adds 1.0 to its fused score, more than any fused score; rag_bot/grounding/decide.py
 answers a question that names a paper), so at a size whose store is not built yet the lookup says what the answers
 will be: the records of ../shared/data/ml_abstracts.jsonl.gz (every 7th for 3000, as bench/collections.py takes
 them; all 22,148 for 22000) read as an ingest reads them (their names, `Paper.aliases`), the name table and the

@@ -1,4 +1,4 @@
-"""Fit the relevance decision (rag_bot/retrieval/relevance.py) on labelled pairs, and report it on a locked part.
+"""Fit the relevance decision (rag_bot/grounding/relevance.py) on labelled pairs, and report it on a locked part.
 
     python bench/relevance_fit.py [--sizes 38 3000 22000] [--generated 300] [--write] [--reference]
 
@@ -12,12 +12,12 @@ Data, per collection size (storage/bench-<size>, built by bench/collections.py; 
   papers are negative pairs and the question must be declined.
 
 The model also records the embedding model its signals were measured with and that model's statistics on the
-seeds' generated known items (`reference`: rag_bot/retrieval/calibrate.py measures the same for another model and
+seeds' generated known items (`reference`: rag_bot/grounding/calibrate.py measures the same for another model and
 fits its cosines onto them); `--reference` measures and writes only those, keeping the weights and cuts.
 
 Every question and generated paper falls in the locked part when sha1(id) % 3 == 0: no weight, cut or rule is
 chosen on it. The model and its cuts are fitted on the rest; both parts are reported (docs/eval.md). With
-`--write` the model is saved to rag_bot/retrieval/relevance_model.json.
+`--write` the model is saved to rag_bot/grounding/relevance_model.json.
 """
 
 from __future__ import annotations
@@ -312,7 +312,7 @@ def best_f1_cut(p: np.ndarray, y: np.ndarray) -> float:
 def reference() -> tuple[str, dict]:
     """The shipped embedder's name and its statistics on the seeds' generated known items (calibrate.measure)."""
     from rag_bot.engine import Engine
-    from rag_bot.retrieval.calibrate import known_items, measure
+    from rag_bot.grounding.calibrate import known_items, measure
     from rag_bot.settings import Settings
     from rag_bot.store.embedders import embedder_name
 
@@ -330,7 +330,7 @@ def retrieve_for(engine):
 
 
 def main() -> int:
-    from rag_bot.retrieval.relevance import FEATURES, MEASURED, RelevanceModel, Weights, load, with_shares
+    from rag_bot.grounding.relevance import FEATURES, MEASURED, RelevanceModel, Weights, load, with_shares
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", nargs="*", type=int, default=[38, 3000, 22000])
@@ -351,7 +351,7 @@ def main() -> int:
     embedder, statistics = reference()
     if args.reference:
         model = dataclasses.replace(load(), embedder=embedder, reference=statistics)
-        (ROOT / "rag_bot" / "retrieval" / "relevance_model.json").write_text(model.to_json())
+        (ROOT / "rag_bot" / "grounding" / "relevance_model.json").write_text(model.to_json())
         print(json.dumps(statistics, indent=1))
         return 0
     records: list[dict] = []
@@ -429,7 +429,7 @@ def main() -> int:
     print(json.dumps(report["parts"], indent=1))
     print(model.to_json())
     if args.write:
-        (ROOT / "rag_bot" / "retrieval" / "relevance_model.json").write_text(model.to_json())
+        (ROOT / "rag_bot" / "grounding" / "relevance_model.json").write_text(model.to_json())
     return 0
 
 

@@ -13,16 +13,16 @@ import logging
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llama_index.core.query_engine import RetrieverQueryEngine
 
-from rag_bot.errors import NoIndexError
+from rag_bot.errors import NoIndexError, WriterUnavailable
+from rag_bot.grounding.calibration_file import model_for
+from rag_bot.grounding.decide import Grounding, GroundingPostprocessor
 from rag_bot.nodes import PaperQuery, scored_paper
 from rag_bot.question import checked_question, clean_question, detect_mode, is_follow_up
 from rag_bot.reading.corpus import ReadResult, scan_paths
-from rag_bot.retrieval.calibration_file import model_for
-from rag_bot.retrieval.ground import Grounding, GroundingPostprocessor
 from rag_bot.retrieval.lexical import LexicalCache
 from rag_bot.retrieval.retrieve import PaperRetriever
 from rag_bot.settings import Settings
@@ -30,8 +30,14 @@ from rag_bot.store.chroma import store_label
 from rag_bot.store.index import IngestReport, PaperIndex
 from rag_bot.store.sentences import SentenceIndex, stored_count
 from rag_bot.types import Answer, Filters, Mode, Paper, Turn, final_answer
-from rag_bot.writing.compose import PaperSynthesizer, WriterUnavailable
+from rag_bot.writing.compose import PaperSynthesizer
 from rag_bot.writing.offline import OfflineComposer
+
+if TYPE_CHECKING:
+    from llama_index.core.llms import ChatMessage
+
+    from rag_bot.grounding.judge import Generate
+    from rag_bot.writing.llm import LLMComposer
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +49,16 @@ def default_writer(settings: Settings, sentences: SentenceIndex) -> PaperSynthes
     from rag_bot.writing.llm import LLMComposer, uses_llm
 
     return LLMComposer(sentences, settings) if uses_llm(settings) else OfflineComposer(sentences, settings)
+
+
+def judge_call(writer: LLMComposer) -> Generate:
+    """The relevance judge's one call, made by the LLM writer's model: messages and a token budget to the whole
+    reply (not streamed); `WriterUnavailable` when the model cannot answer."""
+
+    def generate(messages: Sequence[ChatMessage], max_tokens: int) -> str:
+        return "".join(writer.generate(messages, stream=False, max_tokens=max_tokens))
+
+    return generate
 
 
 class Engine:
@@ -100,7 +116,7 @@ class Engine:
 
     @property
     def grounding(self) -> GroundingPostprocessor:
-        """The grounding stage (a llama-index node postprocessor over the pure rules of ground.py)."""
+        """The grounding stage (a llama-index node postprocessor over the pure rules of grounding/decide.py)."""
         if self._grounding is None:
             self._grounding = GroundingPostprocessor(sentences=self.sentences, settings=self.settings,
                                                      collection_size=lambda: len(self.retriever.papers))
@@ -118,18 +134,18 @@ class Engine:
     @property
     def query_engine(self) -> RetrieverQueryEngine:
         """The llama-index query engine: retriever -> grounding postprocessor -> writer; with an LLM writer, its
-        relevance judge (rag_bot/writing/judge.py) runs after grounding."""
+        relevance judge (rag_bot/grounding/judge.py) runs after grounding."""
         if self._query_engine is None:
             from llama_index.core.postprocessor.types import BaseNodePostprocessor
 
-            from rag_bot.writing.judge import RelevanceJudge
+            from rag_bot.grounding.judge import RelevanceJudge
             from rag_bot.writing.llm import LLMComposer
 
             postprocessors: list[BaseNodePostprocessor] = [self.grounding]
             if self.reranker is not None:  # the reranker's order is what grounding weighs
                 postprocessors.insert(0, self.reranker)
             if isinstance(self.writer, LLMComposer):
-                postprocessors.append(RelevanceJudge(writer=self.writer, settings=self.settings))
+                postprocessors.append(RelevanceJudge(generate=judge_call(self.writer), settings=self.settings))
             self._query_engine = RetrieverQueryEngine(
                 retriever=self.retriever,
                 response_synthesizer=self.writer,
@@ -224,8 +240,8 @@ class Engine:
 
     def calibrate(self) -> str:
         """Fit the relevance decision to the store's embedding model when it is not the one the decision was fitted
-        on (rag_bot/retrieval/calibrate.py); one line saying what was done (CalibrationFailed when it cannot)."""
-        from rag_bot.retrieval.calibrate import calibrate
+        on (rag_bot/grounding/calibrate.py); one line saying what was done (CalibrationFailed when it cannot)."""
+        from rag_bot.grounding.calibrate import calibrate
 
         self.require_index()
         return calibrate(self.settings, lambda q: [scored_paper(n) for n in self.retriever.retrieve(self.query(q, "ask"))],

@@ -19,3 +19,8 @@ class EmptyQuestionError(QuestionError):
 
 class QuestionTooLongError(QuestionError):
     """The question is over the one length limit every surface shares (rag_bot.question.MAX_QUESTION_CHARS)."""
+
+
+class WriterUnavailable(RuntimeError):
+    """A writer (or the model the relevance judge asks) could not answer; the message is the one-line reason shown
+    to the user."""

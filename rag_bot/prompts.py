@@ -71,7 +71,7 @@ CONDENSE_TEMPLATE = PromptTemplate(
     "Standalone question:"
 )
 
-# The relevance step before an LLM writes (rag_bot/writing/judge.py): one call over the candidate papers, whose reply decides
+# The relevance step before an LLM writes (rag_bot/grounding/judge.py): one call over the candidate papers, whose reply decides
 # which of them become the sources.
 RELEVANCE_TEMPLATE = PromptTemplate(
     "Decide which of the numbered research papers below help answer the question. Each paper is a title and a "

@@ -147,14 +147,14 @@ class Settings(BaseSettings):
     )
     min_score: float = Field(
         0.30, ge=0.0, le=1.0, description="Least cosine similarity of a paper to the question for the LLM's relevance "
-        "step to add it (rag_bot/writing/judge.py)."
+        "step to add it (rag_bot/grounding/judge.py)."
     )
     answer_confidence: float | None = Field(
         None,
         ge=0.0,
         le=1.0,
         description="Least probability (0 to 1) that the best retrieved paper belongs to the answer for the bot to "
-        "answer; unset, the cut fitted with the relevance model (rag_bot/retrieval/relevance_model.json, docs/eval.md).",
+        "answer; unset, the cut fitted with the relevance model (rag_bot/grounding/relevance_model.json, docs/eval.md).",
     )
     # At most 10: the chat's "Papers to use" slider offers 1 to 10.
     answer_papers: int = Field(6, ge=1, le=10, description="Most papers an answer or summary cites.")

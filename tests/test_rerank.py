@@ -109,9 +109,9 @@ def test_a_failing_reranker_keeps_the_retrieval_order_and_says_so_once(seed_stor
 def test_with_an_llm_the_reranker_comes_first_and_the_judge_last(scorer_url, llm_engine, stub):
     """One decision in three steps: the reranker orders the candidates, grounding decides from them (the order is
     one of its signals), and the LLM's relevance judge reviews what grounding chose."""
-    from rag_bot.retrieval.ground import GroundingPostprocessor
+    from rag_bot.grounding.decide import GroundingPostprocessor
+    from rag_bot.grounding.judge import RelevanceJudge
     from rag_bot.retrieval.rerank import RerankPostprocessor
-    from rag_bot.writing.judge import RelevanceJudge
     from tests.openai_stub import Reply, user_prompt
 
     scorer, url = scorer_url

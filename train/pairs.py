@@ -9,7 +9,7 @@
 - title: the collection's own structure, an unlocked paper's title asked as a question finds that paper, its
   retriever's top other papers are negatives;
 - sentence (`--sentences N`): the same with a paper's contribution sentence as the question (as calibration's
-  known items, rag_bot/retrieval/calibrate.py), that sentence held out of the paper's text (`drop`), so the paper
+  known items, rag_bot/grounding/calibrate.py), that sentence held out of the paper's text (`drop`), so the paper
   must be recognised from its other sentences, as a question describing it in other words asks.
 
 Not the judged pairs (bench/data/relevance_pairs.jsonl), nor the papers bench/relevance_fit.py asks by title
@@ -121,7 +121,7 @@ def main() -> int:
         if i % 250 == 0:
             print(f"title {i}/{args.titles}", file=sys.stderr, flush=True)
     if args.sentences:
-        from rag_bot.retrieval.calibrate import known_items
+        from rag_bot.grounding.calibrate import known_items
 
         asked = set(candidates[: args.titles])
         rest = {d: engine.retriever.papers[d] for d in candidates[args.titles:] if d not in asked}

@@ -1,6 +1,6 @@
 """`rag-bot calibrate`, and the same step at the end of `rag-bot ingest` and `ingest --reembed`: the relevance
 decision fitted to the store's embedding model when it is not the one the decision was fitted on
-(rag_bot/retrieval/calibrate.py)."""
+(rag_bot/grounding/calibrate.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from rag_bot.settings import Settings
 def calibrate_after_write(engine: Any, changed: bool = True) -> None:
     """After a write: calibrate when the store's model needs it (an unchanged collection keeps its calibration), in
     one line either way; a failure leaves the store answering (uncalibrated, its answers say so) and says why."""
-    from rag_bot.retrieval.calibration_file import needed, saved
+    from rag_bot.grounding.calibration_file import needed, saved
 
     if not engine.index.count() or not needed(engine.settings):
         return

@@ -20,6 +20,7 @@ from llama_index.core.llms.mock import MockLLM
 from llama_index.core.response_synthesizers.base import BaseSynthesizer
 from llama_index.core.schema import NodeWithScore
 
+from rag_bot.errors import WriterUnavailable
 from rag_bot.nodes import PaperQuery, marked_sources, missing_note, scored_paper
 from rag_bot.settings import Settings
 from rag_bot.store.sentences import SentenceIndex
@@ -32,10 +33,6 @@ log = logging.getLogger(__name__)
 
 RETRIEVED_IN_ANSWER = 10  # ranked papers listed in an answer's `retrieved`
 QUOTED_TOPIC_WORDS = 12  # a refusal quotes the question's topic back when it is at most this long (not a pasted abstract)
-
-
-class WriterUnavailable(RuntimeError):
-    """A writer could not write the answer; the message is the one-line reason shown to the user."""
 
 
 def word_deltas(text: str) -> list[str]:

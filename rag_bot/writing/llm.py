@@ -18,13 +18,14 @@ from typing import Any
 
 from llama_index.core.llms import LLM, ChatMessage
 
+from rag_bot.errors import WriterUnavailable
 from rag_bot.prompts import ANSWER_USER_TEMPLATE, CONDENSE_TEMPLATE, answer_messages, condense_messages
 from rag_bot.settings import Settings
 from rag_bot.store.sentences import SentenceIndex
 from rag_bot.text import clean_markup, mask_credentials
 from rag_bot.types import Answer, Citation, Mode, Paper, ScoredPaper
 from rag_bot.writing.citations import CitationChecker, claims_by_marker
-from rag_bot.writing.compose import PaperSynthesizer, WriterUnavailable
+from rag_bot.writing.compose import PaperSynthesizer
 
 log = logging.getLogger(__name__)
 

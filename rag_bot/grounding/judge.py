@@ -1,14 +1,16 @@
 """The relevance step before an LLM writes: one batched call judges which retrieved papers answer the question.
 
-The grounding stage (rag_bot/retrieval/ground.py) decides offline, from similarities and words, which papers become the
-sources. With an LLM writer, `RelevanceJudge` then shows the model the marked sources and the next ranked papers
+The grounding decision (rag_bot/grounding/decide.py) decides offline, from similarities and words, which papers become
+the sources. With an LLM writer, `RelevanceJudge` then shows the model the marked sources and the next ranked papers
 close enough to cite (at most `JUDGE_CANDIDATES`, each abstract cut to `JUDGE_ABSTRACT_CHARS` characters) and asks,
 in one non-streaming call of at most `JUDGE_MAX_TOKENS` tokens, which of them are relevant: the evidence step of
 PaperQA2, bounded to one call and a token budget. The reply is strict JSON (`{"relevant": [1, 3]}`); the marks are
 rewritten so that the sources are the papers the model judged relevant, in the grounding order, followed by the
 ones it adds. Papers the question names are always kept, and a paper the grounding stage placed below
 `min_score` is never added. A well-formed empty list declines the question. When the call fails, or its reply is
-malformed, empty or out of range, the offline decision stands and the cause is logged.
+malformed, empty or out of range, the offline decision stands and the cause is logged. The judge is handed the
+call itself (`generate`: messages and a token budget to the whole reply), not a writer: the engine builds it from
+the LLM writer, so grounding never imports writing.
 """
 
 from __future__ import annotations
@@ -16,24 +18,29 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from llama_index.core.llms import ChatMessage
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from pydantic import ConfigDict
 
+from rag_bot.errors import WriterUnavailable
+from rag_bot.grounding.decide import ASK_PAPERS, COMPARE_PAPERS
 from rag_bot.nodes import SOURCE_RANK, PaperQuery, scored_paper
 from rag_bot.prompts import RELEVANCE_TEMPLATE, relevance_messages
-from rag_bot.retrieval.ground import ASK_PAPERS, COMPARE_PAPERS
 from rag_bot.settings import Settings
-from rag_bot.writing.compose import WriterUnavailable
-from rag_bot.writing.llm import LLMComposer
 
 log = logging.getLogger(__name__)
 
 JUDGE_CANDIDATES = 8  # most papers one call judges (the marked sources first, then the next ranked papers)
 JUDGE_ABSTRACT_CHARS = 700  # of each abstract: its opening states the topic, which is what is judged
 JUDGE_MAX_TOKENS = 200  # the reply is one line of JSON
+
+# The judge's one model call: the messages and a token budget to the whole reply; raises `WriterUnavailable` with the
+# one-line reason when the model cannot answer.
+Generate = Callable[[Sequence[ChatMessage], int], str]
 
 _JSON_OBJECT = re.compile(r"\{[^{}]*\}")
 _RELEVANT_LINE = re.compile(r"^\s*relevant\s*:\s*(.*?)\s*$", re.IGNORECASE | re.MULTILINE)
@@ -79,7 +86,7 @@ class RelevanceJudge(BaseNodePostprocessor):
     metadata `source_rank`); the grounding stage's marks stand when the call or its reply fails."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
-    writer: LLMComposer
+    generate: Generate
     settings: Settings
     max_candidates: int = JUDGE_CANDIDATES
     abstract_chars: int = JUDGE_ABSTRACT_CHARS
@@ -148,7 +155,7 @@ class RelevanceJudge(BaseNodePostprocessor):
         messages = relevance_messages(query.question, [scored_paper(n).paper for n in candidates],
                                       self.abstract_chars)
         try:
-            reply = "".join(self.writer.generate(messages, stream=False, max_tokens=self.max_tokens))
+            reply = self.generate(messages, self.max_tokens)
         except WriterUnavailable as exc:
             log.warning("the relevance judge could not run (%s); the grounding stage's sources stand", exc,
                         exc_info=log.isEnabledFor(logging.DEBUG))

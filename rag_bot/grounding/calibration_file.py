@@ -1,4 +1,4 @@
-"""A store's saved calibration of the relevance decision (rag_bot/retrieval/calibrate.py fits it): where it lies,
+"""A store's saved calibration of the relevance decision (rag_bot/grounding/calibrate.py fits it): where it lies,
 whether the store needs one, and the decision grounding uses, calibrated to the store's model when it has one.
 
 Saved in the store folder as `relevance-calibration-<collection>.json` (written atomically) and keyed by the model's
@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from rag_bot.errors import StoreError
-from rag_bot.retrieval import relevance
-from rag_bot.retrieval.relevance import Calibration, RelevanceModel
+from rag_bot.grounding import relevance
+from rag_bot.grounding.relevance import Calibration, RelevanceModel
 from rag_bot.settings import Settings
 from rag_bot.store.embedders import embedder_name
 

@@ -11,7 +11,7 @@ the fitted model's own embedder gives on the same kind of items (`reference` in 
 bench/relevance_fit.py on the seeds) by one affine map for paper similarities and one for sentence similarities
 (`relevance.Calibration`); the fitted weights and cuts are kept.
 
-The calibration is saved in the store folder, keyed by the model's identity (rag_bot/retrieval/calibration_file.py).
+The calibration is saved in the store folder, keyed by the model's identity (rag_bot/grounding/calibration_file.py).
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 
 from rag_bot.errors import StoreError
-from rag_bot.retrieval import relevance
-from rag_bot.retrieval.calibration_file import identity, needed, save
-from rag_bot.retrieval.ground import GroundingPostprocessor, candidates, topic_of
-from rag_bot.retrieval.relevance import Calibration
+from rag_bot.grounding import relevance
+from rag_bot.grounding.calibration_file import identity, needed, save
+from rag_bot.grounding.decide import GroundingPostprocessor, candidates, topic_of
+from rag_bot.grounding.relevance import Calibration
 from rag_bot.settings import Settings
 from rag_bot.store.sentences import paper_sentences
 from rag_bot.text import normalize_name

@@ -7,7 +7,7 @@ for a direct answer, one for an area (summary, comparison). Grounding reads two 
 whether the collection answers at all (the best paper's probability), and which papers are sources (an area's
 fitted per collection size). The model file records the data and the commit it was fitted on, the embedding model
 whose vectors it was fitted on, and that model's statistics on generated known items (`reference`), which another
-model's `Calibration` is fitted to match (rag_bot/retrieval/calibrate.py).
+model's `Calibration` is fitted to match (rag_bot/grounding/calibrate.py).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Grounding: between retrieval and writing, decide whether the collection answers the question and which
 papers become its sources. One fitted decision for every mode and every answer writer.
 
-Each candidate paper gets the probability that it belongs to the answer (rag_bot/retrieval/relevance.py: one logistic
+Each candidate paper gets the probability that it belongs to the answer (rag_bot/grounding/relevance.py: one logistic
 model over its signals, fitted on labelled pairs by bench/relevance_fit.py). The collection answers when the best
 paper's probability reaches the fitted answer cut (or the question names a paper); the sources are the papers
 over the mode's fitted cut. When a question joins concepts ("X for Y") and no paper answers it, grounding says
@@ -20,10 +20,10 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from pydantic import ConfigDict
 
+from rag_bot.grounding import relevance
+from rag_bot.grounding.calibration_file import model_for
+from rag_bot.grounding.relevance import RelevanceModel, Topic, covers
 from rag_bot.nodes import MISSING, SOURCE_RANK, PaperQuery, scored_paper
-from rag_bot.retrieval import relevance
-from rag_bot.retrieval.calibration_file import model_for
-from rag_bot.retrieval.relevance import RelevanceModel, Topic, covers
 from rag_bot.settings import Settings
 from rag_bot.store.sentences import SentenceIndex
 from rag_bot.topics import is_request, question_concepts, topic_acronyms, topic_phrase, topic_query, topic_words
