@@ -2,7 +2,7 @@
 
     python bench/reader_questions.py [--sizes 3000 22000] [--limit N]
 
-bench/data/reader_questions_*.jsonl holds 1,224 questions written by readers for 612 unlocked papers, worded
+bench/data/reader_questions_*.jsonl holds 1,824 questions written by readers for 1,212 unlocked papers, worded
 unlike their abstracts (bench/data/README.md says how). They are training data for a model of our own; before any
 model is trained on them, this measures what today's engine does with them, so the gain (or loss) of a tuned model
 is read against the same run. Only questions whose target is in the collection count (at 3,000 papers about one in
