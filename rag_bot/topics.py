@@ -16,9 +16,9 @@ _PHRASING = set(
 )
 # Indefinite pronouns ("Has anyone studied ...", "Is there something on ..."): the one asking, or what is asked
 # for, never what a question is about. A closed class of English grammar, named here because Pattern's lexicon
-# (TextBlob's tagger) tags them NN, as the Penn Treebank does.
+# (TextBlob's tagger) tags them NN, as the Penn Treebank does; `_tags` tags them as the pronouns they are, and
+# `asking_words` leaves them out of every topic and concept.
 _INDEFINITE = set("anyone anybody anything someone somebody something everyone everybody everything".split())
-_PHRASING |= _INDEFINITE
 # British spellings, so that "behaviour" or "optimise" in a question meets "behavior" and "optimize" in abstracts.
 _BRITISH_OUR = re.compile(r"^(behavi|col|fav|lab|neighb|hon|flav|hum|rum|vap|harb|endeav|sav)our")
 _BRITISH_ISE = re.compile(r"(\w{3,}[^aeiou\W])is(e|es|ed|ing|ation|ations|er|ers)$")
@@ -109,8 +109,8 @@ _LEAD_VERB = re.compile(r"^(?:detect|detecting|use|using|apply|applying|predict|
                         r"handle|handling|identify|identifying|find|finding|make|making)\s+(?=\S+)", re.IGNORECASE)
 
 
-_EMPTY_CONCEPT = {"any", "there", "is", "are", "paper", "papers", "these", "those", "this", "work", "of",
-                  "the"} | _INDEFINITE
+_EMPTY_CONCEPT = {"any", "anything", "there", "is", "are", "paper", "papers", "these", "those", "this", "work", "of",
+                  "the"}
 
 
 CONCEPT_TOPIC_WORDS = 14  # longer topics (after their asides) are not split into concepts
