@@ -15,11 +15,12 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Se
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.query_engine import RetrieverQueryEngine
 
 from rag_bot.errors import NoIndexError, WriterUnavailable
 from rag_bot.grounding.calibration_file import model_for
-from rag_bot.grounding.decide import Grounding, GroundingPostprocessor
+from rag_bot.grounding.decide import GroundingPostprocessor
 from rag_bot.nodes import PaperQuery, scored_paper
 from rag_bot.question import checked_question, clean_question, detect_mode, is_follow_up
 from rag_bot.reading.corpus import ReadResult, scan_paths
@@ -29,7 +30,7 @@ from rag_bot.settings import Settings
 from rag_bot.store.chroma import store_label
 from rag_bot.store.index import IngestReport, PaperIndex
 from rag_bot.store.sentences import SentenceIndex, stored_count
-from rag_bot.types import Answer, Filters, Mode, Paper, Turn, final_answer
+from rag_bot.types import Answer, Filters, Grounding, Mode, Paper, Turn, final_answer
 from rag_bot.writing.compose import PaperSynthesizer
 from rag_bot.writing.offline import OfflineComposer
 
@@ -131,25 +132,28 @@ class Engine:
             self._reranker = RerankPostprocessor(settings=self.settings)
         return self._reranker
 
+    def steps(self, judged: bool = True) -> list[BaseNodePostprocessor]:
+        """What follows retrieval, in order: the reranker (when RAG_BOT_RERANK_URL sets one: its order is what
+        grounding weighs), grounding, and with an LLM writer its relevance judge (rag_bot/grounding/judge.py),
+        left out when `judged` is false."""
+        from rag_bot.grounding.judge import RelevanceJudge
+        from rag_bot.writing.llm import LLMComposer
+
+        steps: list[BaseNodePostprocessor] = [self.grounding]
+        if self.reranker is not None:
+            steps.insert(0, self.reranker)
+        if judged and isinstance(self.writer, LLMComposer):
+            steps.append(RelevanceJudge(generate=judge_call(self.writer), settings=self.settings))
+        return steps
+
     @property
     def query_engine(self) -> RetrieverQueryEngine:
-        """The llama-index query engine: retriever -> grounding postprocessor -> writer; with an LLM writer, its
-        relevance judge (rag_bot/grounding/judge.py) runs after grounding."""
+        """The llama-index query engine: retriever -> `steps` (grounding, ...) -> writer."""
         if self._query_engine is None:
-            from llama_index.core.postprocessor.types import BaseNodePostprocessor
-
-            from rag_bot.grounding.judge import RelevanceJudge
-            from rag_bot.writing.llm import LLMComposer
-
-            postprocessors: list[BaseNodePostprocessor] = [self.grounding]
-            if self.reranker is not None:  # the reranker's order is what grounding weighs
-                postprocessors.insert(0, self.reranker)
-            if isinstance(self.writer, LLMComposer):
-                postprocessors.append(RelevanceJudge(generate=judge_call(self.writer), settings=self.settings))
             self._query_engine = RetrieverQueryEngine(
                 retriever=self.retriever,
                 response_synthesizer=self.writer,
-                node_postprocessors=postprocessors,
+                node_postprocessors=self.steps(),
             )
         return self._query_engine
 
@@ -292,14 +296,15 @@ class Engine:
         total = len(self.papers)
         return f"Searched only the papers matching {filters.describe()} ({matching} of {total})."
 
-    def ground(self, question: str, mode: Mode | None = None) -> Grounding:
-        """Retrieval and grounding without writing: the evidence score and sources (for calibration)."""
+    def ground(self, question: str, mode: Mode | None = None, judged: bool = False) -> Grounding:
+        """Retrieval and the steps after it (`steps`) without writing: the decision an answer would be written
+        from (for calibration and evaluation); the LLM's relevance judge only when `judged`."""
         self.require_index()
         query = self.query(question, mode)
         nodes = self.retriever.retrieve(query)
-        if self.reranker is not None:
-            nodes = self.reranker.postprocess_nodes(nodes, query_bundle=query)
-        return self.grounding.decide(query, [scored_paper(n) for n in nodes])
+        for step in self.steps(judged):
+            nodes = step.postprocess_nodes(nodes, query_bundle=query)
+        return query.grounding or Grounding(grounded=False, evidence=0.0)
 
     def _answer(
         self,

@@ -1,23 +1,21 @@
 """How rag-bot's types travel through llama-index: the question as a `PaperQuery` bundle, papers as nodes.
 
-The retriever returns one `NodeWithScore` per paper; the grounding postprocessor marks the ones that become
-sources (`source_rank`); the answer writers read them back as `ScoredPaper`s. Keeping the conversion here means
-no stage needs to know another's internals.
+The retriever returns one `NodeWithScore` per paper; the grounding postprocessor puts its typed outcome (a
+`Grounding`: grounded or not, the sources in citing order, what the collection lacks) on the query, where the answer
+writers read it; the nodes stay the ranking. Keeping the conversion here means no stage needs to know another's
+internals.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from rag_bot.types import Filters, Mode, ScoredPaper
+from rag_bot.types import Filters, Grounding, Mode, ScoredPaper
 
 # Node metadata keys (the paper itself rides along under PAPER; none of it is embedded or shown to a model).
 PAPER = "paper"
-SOURCE_RANK = "source_rank"
-MISSING = "missing"  # what the collection lacks of the question, as grounding found it (same on every node)
 _SCORES = ("similarity", "named", "coverage")
 
 
@@ -34,11 +32,12 @@ class PaperQuery(QueryBundle):
     carry_over_question: str = ""  # the previous question, which their similarity is measured against
     filters: Filters | None = None  # only papers passing these are retrieved (never widened when none pass)
     filter_note: str = ""  # what the answer says about the filter it used
+    grounding: Grounding | None = None  # set by the grounding stage (and the relevance judge after it)
 
 
 def paper_node(scored: ScoredPaper) -> NodeWithScore:
     """A ranked paper as a llama-index node (score = the fused ranking score)."""
-    keys = [PAPER, SOURCE_RANK, MISSING, *_SCORES]
+    keys = [PAPER, *_SCORES]
     node = TextNode(
         id_=scored.paper.doc_id,
         text=scored.paper.text,
@@ -53,14 +52,3 @@ def scored_paper(node: NodeWithScore) -> ScoredPaper:
     """The `ScoredPaper` a node was made from."""
     meta = node.node.metadata
     return ScoredPaper(paper=meta[PAPER], score=node.score or 0.0, **{k: meta[k] for k in _SCORES})
-
-
-def missing_note(nodes: Sequence[NodeWithScore]) -> str:
-    """What grounding found missing from the collection for this question ("" when nothing)."""
-    return str(nodes[0].node.metadata.get(MISSING) or "") if nodes else ""
-
-
-def marked_sources(nodes: Sequence[NodeWithScore]) -> list[ScoredPaper]:
-    """The papers the grounding stage chose as sources, in its order (empty when it declined)."""
-    chosen = [n for n in nodes if n.node.metadata.get(SOURCE_RANK) is not None]
-    return [scored_paper(n) for n in sorted(chosen, key=lambda n: n.node.metadata[SOURCE_RANK])]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -122,6 +123,27 @@ class ScoredPaper(BaseModel):
     coverage: float = Field(
         0.0, description="Share of the question's content words (IDF-weighted, stemmed) found in the paper."
     )
+
+
+@dataclass(frozen=True)
+class Missing:
+    """What the collection lacks of a question that joins concepts ("X for Y"), in the question's own phrases:
+    the parts no paper covers and the parts some paper does. Neither held: nothing the question asks about is
+    covered; none lacking: each part is covered, but no paper combines them. Writing says it in words."""
+
+    lacking: tuple[str, ...] = ()
+    held: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Grounding:
+    """Grounding's outcome, carried to the writer: whether the collection answers the question, how confidently,
+    from which papers (in the order they are cited), and what it lacks of the question."""
+
+    grounded: bool
+    evidence: float  # the best paper's probability of belonging to the answer (the answer's confidence)
+    sources: list[ScoredPaper] = field(default_factory=list)
+    missing: Missing | None = None
 
 
 class Citation(BaseModel):

@@ -297,7 +297,7 @@ def test_corrsteer_harmbench_gain_is_quoted(ask):
 
 
 def test_a_question_runs_through_the_llama_index_query_engine(engine):
-    from rag_bot.nodes import SOURCE_RANK, PaperQuery
+    from rag_bot.nodes import PaperQuery
 
     question = "What does Corr Steer select?"
     query = PaperQuery(query_str=question, question=question, mode="ask")
@@ -307,9 +307,10 @@ def test_a_question_runs_through_the_llama_index_query_engine(engine):
     assert answer.grounded and answer.citations and "[1]" in text
     assert answer.citations[0].doc_id == paper_with(engine, "CorrSteer")
     assert_citations_consistent(engine, answer)
-    # the grounding postprocessor marked the sources on the ranked nodes; the writer cited only those
-    marked = {n.node.node_id for n in response.source_nodes if n.node.metadata[SOURCE_RANK] is not None}
-    assert {c.doc_id for c in answer.citations} <= marked
+    # the grounding postprocessor put its decision on the query; the writer cited only its sources, all ranked
+    assert query.grounding is not None and query.grounding.grounded
+    chosen = [p.paper.doc_id for p in query.grounding.sources]
+    assert {c.doc_id for c in answer.citations} <= set(chosen) <= {n.node.node_id for n in response.source_nodes}
     assert [r["doc_id"] for r in answer.retrieved] == [n.node.node_id for n in response.source_nodes][:10]
     # the same answer as the engine gives
     assert text.strip() == engine.ask(question).answer
@@ -460,3 +461,16 @@ def test_a_summary_line_says_what_the_paper_does_or_finds(engine, ask):
             role = labels.get((c.doc_id, hashlib.sha1(whole.encode()).hexdigest()[:12]))
             roles += [role] if role else []
     assert len(roles) >= 8 and sum(r in ("method", "result") for r in roles) / len(roles) >= 0.8, roles
+
+
+def test_what_the_collection_lacks_is_said_in_the_questions_own_phrases():
+    from rag_bot.types import Missing
+    from rag_bot.writing.compose import missing_sentence
+
+    assert missing_sentence(Missing(lacking=("protein design",))) == "No paper in the collection covers protein design."
+    assert missing_sentence(Missing(lacking=("speech recognition",), held=("speculative decoding",))) == (
+        "No paper in the collection covers speech recognition; the closest papers below are about speculative "
+        "decoding only.")
+    assert missing_sentence(Missing(held=("sparse autoencoders", "vision transformers"))) == (
+        "No paper in the collection combines sparse autoencoders with vision transformers; the closest papers below "
+        "cover one or the other.")

@@ -9,7 +9,7 @@ import pytest
 from rag_bot.grounding import relevance
 from rag_bot.grounding.decide import ASK_PAPERS, COMPARE_PAPERS, ground, missing_part
 from rag_bot.grounding.relevance import FEATURES, RelevanceModel, Topic, Weights, signals
-from rag_bot.types import Paper, ScoredPaper
+from rag_bot.types import Missing, Paper, ScoredPaper
 
 # A model whose probability is the similarity itself (one weight on a logit scale), with round cuts: the tests
 # below are about what grounding does with probabilities, not about the fitted values.
@@ -109,24 +109,23 @@ def test_nothing_retrieved_is_declined():
 def test_a_declined_join_of_concepts_says_which_part_is_missing():
     sae = paper("sae", "We train sparse autoencoders on language model activations.")
     vit = paper("vit", "We prune vision transformers for image classification.")
-    note, chosen = missing_part("sparse autoencoders for vision transformers", [sae, vit])
-    assert note.startswith("No paper in the collection combines sparse autoencoders with vision transformers")
+    missing, chosen = missing_part("sparse autoencoders for vision transformers", [sae, vit])
+    assert missing == Missing(held=("sparse autoencoders", "vision transformers")), "each part held, none joins them"
     assert ids(chosen) == ["sae", "vit"], "each part gets its closest paper"
     sd = paper("sd", "Speculative decoding drafts tokens.")
-    note, chosen = missing_part("speculative decoding for speech recognition", [sae, sd])
-    assert note.startswith("No paper in the collection covers speech recognition; the closest papers below are "
-                           "about speculative decoding only") and ids(chosen) == ["sd"]
+    missing, chosen = missing_part("speculative decoding for speech recognition", [sae, sd])
+    assert missing == Missing(lacking=("speech recognition",), held=("speculative decoding",)) and ids(chosen) == ["sd"]
     llm = paper("llm", "Large language models are trained on text.")
-    note, chosen = missing_part("large language models for protein design", [llm])
-    assert note == "No paper in the collection covers protein design." and chosen == []
-    assert missing_part("speculative decoding", [sd]) == ("", []), "one concept: a plain refusal"
+    missing, chosen = missing_part("large language models for protein design", [llm])
+    assert missing == Missing(lacking=("protein design",)) and chosen == [], "only a general part held: nothing is"
+    assert missing_part("speculative decoding", [sd]) == (None, []), "one concept: a plain refusal"
 
 
 def test_apply_x_to_y_is_the_same_join_as_x_for_y():
     kv = paper("kv", "We compress the KV cache of long-context models.")
     for topic in ("apply KV cache compression to mortgage pricing", "KV cache compression applied to mortgage pricing"):
-        note, chosen = missing_part(topic, [kv])
-        assert note.startswith("No paper in the collection covers mortgage pricing") and ids(chosen) == ["kv"]
+        missing, chosen = missing_part(topic, [kv])
+        assert missing is not None and missing.lacking == ("mortgage pricing",) and ids(chosen) == ["kv"]
 
 
 def test_grounding_a_declined_join_cites_the_closest_paper_of_each_part():
@@ -134,7 +133,7 @@ def test_grounding_a_declined_join_cites_the_closest_paper_of_each_part():
     vit = paper("vit", "We prune vision transformers for image classification.")
     decision = ground([sae, vit], [0.3, 0.2], "summary", MODEL, topic="sparse autoencoders for vision transformers")
     assert decision.grounded and ids(decision.sources) == ["sae", "vit"]
-    assert decision.missing.startswith("No paper in the collection combines")
+    assert decision.missing == Missing(held=("sparse autoencoders", "vision transformers"))
 
 
 def unit(*values: float) -> np.ndarray:

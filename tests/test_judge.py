@@ -95,6 +95,9 @@ def test_the_model_drops_an_off_topic_source_in_one_bounded_call(llm_engine, stu
     assert f"Question: {AREA}" in prompt
     assert source_titles(asked) == marked[:1], "the answer is written from the judged sources only"
     assert answer.grounded and [c.title for c in answer.citations] == marked[:1]
+    # the decision alone, judged as the answer was: the judged source only, typed, without writing
+    judged_decision = e.ground(AREA, judged=True)
+    assert judged_decision.grounded and [p.paper.title for p in judged_decision.sources] == marked[:1]
 
 
 def test_the_model_may_add_a_close_paper_after_the_sources(llm_engine, stub, engine):

@@ -4,16 +4,16 @@ papers become its sources. One fitted decision for every mode and every answer w
 Each candidate paper gets the probability that it belongs to the answer (rag_bot/grounding/relevance.py: one logistic
 model over its signals, fitted on labelled pairs by bench/relevance_fit.py). The collection answers when the best
 paper's probability reaches the fitted answer cut (or the question names a paper); the sources are the papers
-over the mode's fitted cut. When a question joins concepts ("X for Y") and no paper answers it, grounding says
-which part the collection lacks, from the question's own phrases. `GroundingPostprocessor` applies this as a
-llama-index node postprocessor in the query engine, marking the chosen papers on their nodes.
+over the mode's fitted cut. When a question joins concepts ("X for Y") and no paper answers it, grounding finds
+which part the collection lacks, in the question's own phrases (a `Missing`; writing says it in words).
+`GroundingPostprocessor` applies this as a llama-index node postprocessor in the query engine and puts the typed
+`Grounding` on the query for the writer.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
@@ -23,11 +23,11 @@ from pydantic import ConfigDict
 from rag_bot.grounding import relevance
 from rag_bot.grounding.calibration_file import model_for
 from rag_bot.grounding.relevance import RelevanceModel, Topic, covers
-from rag_bot.nodes import MISSING, SOURCE_RANK, PaperQuery, scored_paper
+from rag_bot.nodes import PaperQuery, scored_paper
 from rag_bot.settings import Settings
 from rag_bot.store.sentences import SentenceIndex
 from rag_bot.topics import is_request, question_concepts, topic_acronyms, topic_phrase, topic_query, topic_words
-from rag_bot.types import Mode, ScoredPaper
+from rag_bot.types import Grounding, Missing, Mode, ScoredPaper
 
 log = logging.getLogger(__name__)
 
@@ -36,16 +36,6 @@ ASK_PAPERS = 4  # a direct answer
 AREA_PAPERS = 40  # a summary (the most central are summarised, the rest listed)
 COMPARE_PAPERS = 4  # a comparison by topic
 ASK_CANDIDATES = 10  # candidates of a direct answer whose probability is computed (retrieval's top 10)
-
-
-@dataclass(frozen=True)
-class Grounding:
-    """Whether the collection answers the question, how confidently, and from which papers."""
-
-    grounded: bool
-    evidence: float  # the best paper's probability of belonging to the answer (the answer's confidence)
-    sources: list[ScoredPaper] = field(default_factory=list)
-    missing: str = ""  # what the collection lacks of the question ("No paper in the collection combines X with Y.")
 
 
 def topic_of(topic: str, vector: np.ndarray, embed: Callable[[list[str]], np.ndarray]) -> Topic:
@@ -103,14 +93,14 @@ def ground(
     return Grounding(True, best, (named + answering)[:max_papers or ASK_PAPERS])
 
 
-def missing_part(topic: str, ranked: Sequence[ScoredPaper]) -> tuple[str, list[ScoredPaper]]:
-    """For a question no paper answers that joins concepts ("X for Y"): the sentence saying which part the
-    collection lacks, and the closest paper on each part it holds (none when it holds none of the question's
-    distinctive concepts). ("", []) for a question of one concept: it is declined."""
+def missing_part(topic: str, ranked: Sequence[ScoredPaper]) -> tuple[Missing | None, list[ScoredPaper]]:
+    """For a question no paper answers that joins concepts ("X for Y"): which part the collection lacks, and the
+    closest paper on each part it holds (none when it holds none of the question's distinctive concepts).
+    (None, []) for a question of one concept: it is declined."""
     # A part that is only the request ("What has been published" on X) is no concept a paper could hold.
     concepts = tuple(c for c in question_concepts(topic) if not is_request(c[0]))
     if len(concepts) < 2:
-        return "", []
+        return None, []
     closest = {name: next((p for p in ranked if covers(p.paper, stems)), None) for name, stems, _ in concepts}
     # Each concept named in the question's words less its request ("there graph neural networks" -> "graph neural
     # networks", "What machine learning work exists" -> "machine learning"): rag_bot/topics.py `topic_phrase`.
@@ -122,19 +112,16 @@ def missing_part(topic: str, ranked: Sequence[ScoredPaper]) -> tuple[str, list[S
         # Only general words ("large language models") are held: nothing covers what the question is about. When
         # nothing is held, that is said as the question's topic (a part split off with its request, "What machine
         # learning work exists", is not one of its concepts).
-        said_all = (topic_phrase(topic) if not held else "") or " or ".join(lacking)
-        return f"No paper in the collection covers {said_all}.", []
+        said_all = (topic_phrase(topic) if not held else "") or " or ".join(lacking) or topic_phrase(topic) or topic
+        return Missing(lacking=(said_all,)), []
     if lacking:
-        return (f"No paper in the collection covers {' or '.join(lacking)}; the closest papers below are about "
-                f"{' and '.join(n for n, _ in held)} only.", chosen)
-    return (f"No paper in the collection combines {said[concepts[0][0]]} with "
-            f"{' and '.join(said[name] for name, _, _ in concepts[1:])}; the closest papers below cover one or the "
-            f"other.", chosen)
+        return Missing(lacking=tuple(lacking), held=tuple(n for n, _ in held)), chosen
+    return Missing(held=tuple(said[name] for name, _, _ in concepts)), chosen
 
 
 class GroundingPostprocessor(BaseNodePostprocessor):
-    """The grounding stage in the query engine: keeps the ranked nodes and marks the papers that become sources
-    (node metadata `source_rank`); no mark means the question is declined."""
+    """The grounding stage in the query engine: keeps the ranked nodes and puts its decision on the query
+    (`PaperQuery.grounding`: no sources means the question is declined)."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
     sentences: SentenceIndex
@@ -173,9 +160,6 @@ class GroundingPostprocessor(BaseNodePostprocessor):
         decision = self.decide(query_bundle, [scored_paper(n) for n in nodes])
         log.debug("grounding: confidence %.3f, grounded %s, %d sources", decision.evidence, decision.grounded,
                   len(decision.sources))
-        rank = {p.paper.doc_id: i for i, p in enumerate(decision.sources)}
-        for node in nodes:
-            node.node.metadata[SOURCE_RANK] = rank.get(node.node.node_id)
-            node.node.metadata[MISSING] = decision.missing
+        query_bundle.grounding = decision
         return nodes
 

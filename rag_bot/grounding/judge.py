@@ -6,7 +6,7 @@ close enough to cite (at most `JUDGE_CANDIDATES`, each abstract cut to `JUDGE_AB
 in one non-streaming call of at most `JUDGE_MAX_TOKENS` tokens, which of them are relevant: the evidence step of
 PaperQA2, bounded to one call and a token budget. The reply is strict JSON (`{"relevant": [1, 3]}`); the marks are
 rewritten so that the sources are the papers the model judged relevant, in the grounding order, followed by the
-ones it adds. Papers the question names are always kept, and a paper the grounding stage placed below
+ones it adds (the query's typed `Grounding` is replaced by the judged one). Papers the question names are always kept, and a paper the grounding stage placed below
 `min_score` is never added. A well-formed empty list declines the question. When the call fails, or its reply is
 malformed, empty or out of range, the offline decision stands and the cause is logged. The judge is handed the
 call itself (`generate`: messages and a token budget to the whole reply), not a writer: the engine builds it from
@@ -19,6 +19,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from llama_index.core.llms import ChatMessage
@@ -28,9 +29,10 @@ from pydantic import ConfigDict
 
 from rag_bot.errors import WriterUnavailable
 from rag_bot.grounding.decide import ASK_PAPERS, COMPARE_PAPERS
-from rag_bot.nodes import SOURCE_RANK, PaperQuery, scored_paper
+from rag_bot.nodes import PaperQuery, scored_paper
 from rag_bot.prompts import RELEVANCE_TEMPLATE, relevance_messages
 from rag_bot.settings import Settings
+from rag_bot.types import Grounding
 
 log = logging.getLogger(__name__)
 
@@ -76,14 +78,9 @@ def parse_relevant(reply: str, count: int) -> list[int] | None:
     return numbers
 
 
-def _rank(node: NodeWithScore) -> int | None:
-    rank = node.node.metadata.get(SOURCE_RANK)
-    return rank if isinstance(rank, int) else None
-
-
 class RelevanceJudge(BaseNodePostprocessor):
-    """After grounding, with an LLM writer: one call decides which candidate papers become the sources (node
-    metadata `source_rank`); the grounding stage's marks stand when the call or its reply fails."""
+    """After grounding, with an LLM writer: one call decides which candidate papers become the sources (the query's
+    `Grounding` is replaced); the grounding stage's sources stand when the call or its reply fails."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
     generate: Generate
@@ -104,13 +101,20 @@ class RelevanceJudge(BaseNodePostprocessor):
         paper = scored_paper(node)
         return paper.named or paper.similarity >= self.settings.min_score
 
-    def candidates(self, nodes: list[NodeWithScore]) -> tuple[list[NodeWithScore], bool]:
-        """The papers to judge (the marked sources in the grounding order, then the next ranked papers close
-        enough to cite, at most `max_candidates`) and whether papers may be added (not when the question names
-        papers: then it chose them)."""
-        marked = sorted((n for n in nodes if _rank(n) is not None), key=lambda n: _rank(n) or 0)
+    @staticmethod
+    def marked(nodes: Sequence[NodeWithScore], grounding: Grounding) -> list[NodeWithScore]:
+        """The nodes of grounding's sources, in its order."""
+        by_id = {n.node.node_id: n for n in nodes}
+        return [by_id[p.paper.doc_id] for p in grounding.sources if p.paper.doc_id in by_id]
+
+    def candidates(self, nodes: list[NodeWithScore], grounding: Grounding) -> tuple[list[NodeWithScore], bool]:
+        """The papers to judge (grounding's sources in its order, then the next ranked papers close enough to
+        cite, at most `max_candidates`) and whether papers may be added (not when the question names papers: then
+        it chose them)."""
+        marked = self.marked(nodes, grounding)
+        chosen = {n.node.node_id for n in marked}
         may_add = not any(scored_paper(n).named for n in marked)
-        extra = [n for n in nodes if _rank(n) is None and self.eligible(n)] if may_add else []
+        extra = [n for n in nodes if n.node.node_id not in chosen and self.eligible(n)] if may_add else []
         return (marked + extra)[: self.max_candidates], may_add
 
     def _limit(self, query: PaperQuery, marked: int) -> int:
@@ -125,8 +129,11 @@ class RelevanceJudge(BaseNodePostprocessor):
     ) -> list[NodeWithScore]:
         if not isinstance(query_bundle, PaperQuery):
             raise TypeError("the relevance judge needs a PaperQuery (the question, its mode and paper limit)")
-        marked = sorted((n for n in nodes if _rank(n) is not None), key=lambda n: _rank(n) or 0)
-        candidates, may_add = self.candidates(nodes)
+        grounding = query_bundle.grounding
+        if grounding is None:
+            raise TypeError("the relevance judge runs after the grounding stage")
+        marked = self.marked(nodes, grounding)
+        candidates, may_add = self.candidates(nodes, grounding)
         if not marked or all(scored_paper(n).named for n in candidates):
             return nodes  # declined, or only named papers: nothing to judge
         chosen = self.judge(query_bundle, candidates)
@@ -140,11 +147,11 @@ class RelevanceJudge(BaseNodePostprocessor):
             # Marked sources beyond the call's budget were not judged: they stay.
             sources = [n for n in marked if n.node.node_id in relevant_ids or n.node.node_id not in judged_ids]
             if may_add:
-                added = [n for n in relevant if _rank(n) is None]
+                marked_ids = {n.node.node_id for n in marked}
+                added = [n for n in relevant if n.node.node_id not in marked_ids]
                 sources += added[: max(0, self._limit(query_bundle, len(marked)) - len(sources))]
-        rank = {n.node.node_id: i for i, n in enumerate(sources)}
-        for node in nodes:
-            node.node.metadata[SOURCE_RANK] = rank.get(node.node.node_id)
+        query_bundle.grounding = replace(grounding, grounded=grounding.grounded and bool(sources),
+                                         sources=[scored_paper(n) for n in sources])
         log.info("relevance judge: %d of %d candidates relevant; %d sources (grounding had %d)", len(chosen),
                  len(candidates), len(sources), len(marked))
         return nodes

@@ -1,8 +1,9 @@
 """Answer writers: sources -> streamed text and a checked, cited `Answer`. They never touch the store.
 
 `PaperSynthesizer` is the contract of every writer (the offline one here, the LLM one in rag_bot/writing/llm.py): the
-llama-index response synthesizer both writers implement; it reads the ranked,
-grounded paper nodes of the query engine and lets the writer write from the marked sources, or declines.
+llama-index response synthesizer both writers implement; it reads the ranked
+paper nodes of the query engine and grounding's typed decision on the query (`PaperQuery.grounding`), and lets the
+writer write from its sources, or declines.
 The offline writer is extractive, deterministic and cited: no network and no LLM.
 """
 
@@ -21,12 +22,12 @@ from llama_index.core.response_synthesizers.base import BaseSynthesizer
 from llama_index.core.schema import NodeWithScore
 
 from rag_bot.errors import WriterUnavailable
-from rag_bot.nodes import PaperQuery, marked_sources, missing_note, scored_paper
+from rag_bot.nodes import PaperQuery, scored_paper
 from rag_bot.settings import Settings
 from rag_bot.store.sentences import SentenceIndex
 from rag_bot.text import clean_markup
 from rag_bot.topics import topic_phrase
-from rag_bot.types import Answer, Filters, Mode, ScoredPaper
+from rag_bot.types import Answer, Filters, Grounding, Missing, Mode, ScoredPaper
 from rag_bot.writing.citations import support_scores
 
 log = logging.getLogger(__name__)
@@ -38,6 +39,18 @@ QUOTED_TOPIC_WORDS = 12  # a refusal quotes the question's topic back when it is
 def word_deltas(text: str) -> list[str]:
     """A whole text as word-sized stream deltas, so every surface handles one kind of answer stream."""
     return re.findall(r"\S+\s*|\s+", text)
+
+
+def missing_sentence(missing: Missing) -> str:
+    """What the collection lacks of a question joining concepts, said plainly: nothing of it is covered, or some
+    parts are not (the closest papers, on the parts it holds, follow), or each part is but none combines them."""
+    if not missing.held:
+        return f"No paper in the collection covers {' or '.join(missing.lacking)}."
+    if missing.lacking:
+        return (f"No paper in the collection covers {' or '.join(missing.lacking)}; the closest papers below are "
+                f"about {' and '.join(missing.held)} only.")
+    return (f"No paper in the collection combines {missing.held[0]} with {' and '.join(missing.held[1:])}; the "
+            f"closest papers below cover one or the other.")
 
 
 def decline(question: str, mode: Mode, ranked: Sequence[ScoredPaper], filters: Filters | None = None,
@@ -64,7 +77,7 @@ def retrieved_list(ranked: Sequence[ScoredPaper]) -> list[dict[str, float | str]
 
 
 class PaperSynthesizer(BaseSynthesizer):
-    """The llama-index response synthesizer of the query engine: from the grounded paper nodes, the writer's
+    """The llama-index response synthesizer of the query engine: from grounding's sources, the writer's
     streamed answer (a `StreamingResponse` whose metadata["answer"] holds the checked `Answer` once the stream
     is drained), or the refusal when grounding chose no source."""
 
@@ -104,11 +117,12 @@ class PaperSynthesizer(BaseSynthesizer):
         self, query: PaperQuery, nodes: Sequence[NodeWithScore], metadata: dict[str, Any]
     ) -> Generator[str, None, None]:
         ranked = [scored_paper(n) for n in nodes]
-        sources = marked_sources(nodes)
+        grounding = query.grounding or Grounding(grounded=False, evidence=0.0)  # no grounding ran: nothing to cite
+        sources = grounding.sources
         answer: Answer | None = None
         if query.filter_note:  # the answer says which filter it used, first
             yield from word_deltas(f"_{query.filter_note}_\n\n")
-        missing = missing_note(nodes)
+        missing = missing_sentence(grounding.missing) if grounding.missing else ""
         if not sources:
             answer = decline(query.question, query.mode, ranked, query.filters, missing)
             yield from word_deltas(answer.answer)
