@@ -6,7 +6,7 @@ writing/themes.py's headings, writing/problems.py's Problem cell) is saved by it
     {"features": [names, in the order of the weights],
      "classes": [names] (a softmax only: one column of weights and one bias per class),
      "<function>": {"mean": [...], "scale": [...], "weights": [...], "bias": ...} (one or more, each a logistic or a
-                   softmax over the standardised features),
+                   softmax over the features standardised by mean and scale, when given),
      "cuts": {"<function>": {"<name>": a probability, or [[collection size, probability], ...]}},
      "fitted_on": "what it was fitted on, in words", other fields the decision reads (kept as written),
      "provenance": {"script": ..., "commit": ..., "date": ..., "data": {"path in the repository": "sha256"}}}
@@ -125,8 +125,9 @@ def load(path: Path, features: Sequence[str], functions: Sequence[str], classes:
     if missing:
         raise FeatureMismatch(f"{path}: no fitted function {', '.join(missing)}")
 
-    def part(d: dict) -> Weights:
-        return Weights(mean=tuple(d["mean"]), scale=tuple(d["scale"]), bias=d["bias"] if classes else float(d["bias"]),
+    def part(d: dict) -> Weights:  # no mean and scale: fitted on the features as they are
+        return Weights(mean=tuple(d.get("mean", [0.0] * len(features))), scale=tuple(d.get("scale", [1.0] * len(features))),
+                       bias=tuple(d["bias"]) if classes else float(d["bias"]),
                        weights=tuple(tuple(w) for w in d["weights"]) if classes else tuple(d["weights"]))
     told = dict(data.pop("provenance", {}))
     provenance = Provenance(fitted_on=str(data.pop("fitted_on", "")), **told)
