@@ -119,12 +119,13 @@ def main() -> int:
     (ROOT / "bench" / "results" / "problem_cell.json").write_text(json.dumps(result, indent=1) + "\n")
     if args.write:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-        model = {"fitted_on": f"bench/problem_cell_fit.py at {commit} on sentence_roles.jsonl's fit part "
-                              f"({len(fit)} abstracts, {len(ys)} sentences)",
-                 "signals": list(SIGNALS), "mean": np.round(s_mean, 6).tolist(), "scale": np.round(s_scale, 6).tolist(),
-                 "weights": np.round(weights, 6).tolist(), "bias": round(bias, 6), "cut": cut,
-                 "locked": result["after"]["locked"]}
-        (ROOT / "rag_bot" / "writing" / "problem_model.json").write_text(json.dumps(model, indent=1) + "\n")
+        from rag_bot.fitted import Fitted, Weights, record, save
+        save(ROOT / "rag_bot" / "writing" / "problem_model.json", Fitted(
+            features=SIGNALS, functions={"problem": Weights(np.round(s_mean, 6), np.round(s_scale, 6),
+                                                            np.round(weights, 6), round(bias, 6))},
+            cuts={"problem": {"cell": cut}}, notes={"locked": result["after"]["locked"]},
+            provenance=record("bench/problem_cell_fit.py", [LABELS], f"bench/problem_cell_fit.py at {commit} on "
+                              f"sentence_roles.jsonl's fit part ({len(fit)} abstracts, {len(ys)} sentences)")))
     return 0
 
 

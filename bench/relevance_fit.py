@@ -330,6 +330,7 @@ def retrieve_for(engine):
 
 
 def main() -> int:
+    from rag_bot.fitted import record
     from rag_bot.grounding.relevance import FEATURES, MEASURED, RelevanceModel, Weights, load, with_shares
 
     parser = argparse.ArgumentParser()
@@ -415,9 +416,10 @@ def main() -> int:
         cuts[family] = {"answer": [[size, round(max(answer, cut), 4)] for size, cut in source], "source": source}
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
-    model = RelevanceModel(ask=families["ask"], area=families["area"], cuts=cuts,
-                           fitted_on=f"bench/relevance_fit.py at {commit}: {len(y)} pairs ({int(y.sum())} relevant), "
-                           f"sizes {args.sizes}, fit part only", embedder=embedder, reference=statistics)
+    model = RelevanceModel(ask=families["ask"], area=families["area"], cuts=cuts, embedder=embedder,
+                           reference=statistics, provenance=record("bench/relevance_fit.py", [DEV, QUESTIONS, PAIRS],
+                           f"bench/relevance_fit.py at {commit}: {len(y)} pairs ({int(y.sum())} relevant), "
+                           f"sizes {args.sizes}, fit part only"))
     report = {"model": json.loads(model.to_json()), "features": names, "parts": {}}
     for part in ("fit", "locked"):
         report["parts"][part] = evaluate(model, records, part, names)

@@ -5,7 +5,7 @@
 Labels: bench/data/sentence_roles.jsonl (every sentence of the 38 seeds and of 240 other abstracts). A sentence's
 signals are its MiniLM vector (its own words, by meaning) and its place in the abstract (relative position,
 first, last); a softmax regression over them is fitted on the papers with sha1(doc_id) % 3 != 0 and reported on
-the locked rest. With --write the model is saved to rag_bot/writing/roles_model.npz.
+the locked rest. With --write the model is saved to rag_bot/writing/roles_model.json.
 """
 
 from __future__ import annotations
@@ -110,8 +110,12 @@ def main() -> int:
     print(json.dumps(report, indent=1))
     (ROOT / "bench" / "results" / "roles.json").write_text(json.dumps(report, indent=1) + "\n")
     if args.write:
-        np.savez(ROOT / "rag_bot" / "writing" / "roles_model.npz", mean=mean, scale=scale, weights=w,
-                 roles=np.array(ROLES))
+        from rag_bot.fitted import Fitted, Weights, record, save
+        from rag_bot.writing.roles import MODEL_FILE, PLACE, role_features
+        save(MODEL_FILE, Fitted(features=role_features(x.shape[1] - len(PLACE)), classes=ROLES, functions={
+            "role": Weights(mean=mean, scale=scale, weights=w[:-1], bias=w[-1])}, provenance=record(
+            "bench/roles_fit.py", [LABELS], f"bench/roles_fit.py on {LABELS.name}'s fit part: {int(fit.sum())} of "
+            f"{len(y)} labelled sentences, ridge penalty {l2}")))
     return 0
 
 

@@ -50,24 +50,27 @@ def best_cut(p: np.ndarray, y: np.ndarray, fit: np.ndarray) -> float:
 
 def choose_cut(x: np.ndarray, y: np.ndarray, part: np.ndarray, write: bool) -> int:
     """The cut chosen on the shipped model's own judged headings (round 2), fit part; both parts reported."""
-    from rag_bot.writing.themes import MODEL_FILE, fit_probability
+    from dataclasses import replace
+
+    from rag_bot.fitted import save
+    from rag_bot.writing.themes import MODEL_FILE, _model, fit_probability
 
     p = fit_probability(x)
     fit = part == "fit"
     cut = best_cut(p, y, fit)
-    model = json.loads(MODEL_FILE.read_text(encoding="utf-8"))
-    report: dict = {"items": len(y), "previous cut": model["cut"], "cut": round(cut, 4)}
+    model = _model()
+    report: dict = {"items": len(y), "previous cut": model.cut("fits", "heading"), "cut": round(cut, 4)}
     for name in ("fit", "locked"):
-        for label, c in (("previous", model["cut"]), ("chosen", cut)):
+        for label, c in (("previous", model.cut("fits", "heading")), ("chosen", cut)):
             chosen = (part == name) & (p >= c)
             report[f"{name} at {label} cut"] = {"shown": int(chosen.sum()), "of": int((part == name).sum()),
                                                 "fits": round(float(y[chosen].mean()), 3) if chosen.any() else None}
     print(json.dumps(report, indent=1))
     (ROOT / "bench" / "results" / "themes-cut.json").write_text(json.dumps(report, indent=1) + "\n")
     if write:
-        model["cut"] = round(cut, 4)
-        model["cut_chosen_on"] = "round-2 judgements of its own headings, fit part (bench/themes_fit.py --cut-only)"
-        MODEL_FILE.write_text(json.dumps(model, indent=1) + "\n")
+        save(MODEL_FILE, replace(model, cuts={"fits": {"heading": round(cut, 4)}}, notes={
+            **model.notes, "cut_chosen_on": "round-2 judgements of its own headings, fit part (bench/themes_fit.py "
+                                            "--cut-only)"}))
     return 0
 
 
@@ -133,10 +136,12 @@ def main() -> int:
     (ROOT / "bench" / "results" / "themes.json").write_text(json.dumps(report, indent=1) + "\n")
     if args.write:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-        (ROOT / "rag_bot" / "writing" / "themes_model.json").write_text(json.dumps({
-            "fitted_on": f"bench/themes_fit.py at {commit} on {LABELS.name}", "signals": list(SIGNALS),
-            "mean": mean.round(6).tolist(), "scale": scale.round(6).tolist(), "weights": w.round(6).tolist(),
-            "bias": round(b, 6), "cut": round(cut, 4)}, indent=1) + "\n")
+        from rag_bot.fitted import Fitted, Weights, record, save
+        data = [LABELS, ROOT / "tests/data/dev_questions.jsonl", ROOT / "bench/data/relevance_questions.jsonl"]
+        save(ROOT / "rag_bot" / "writing" / "themes_model.json", Fitted(
+            features=SIGNALS, functions={"fits": Weights(mean.round(6), scale.round(6), w.round(6), round(b, 6))},
+            cuts={"fits": {"heading": round(cut, 4)}},
+            provenance=record("bench/themes_fit.py", data, f"bench/themes_fit.py at {commit} on {LABELS.name}")))
     return 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import rag_bot.writing.themes as themes
 from rag_bot.writing.offline import OfflineComposer
@@ -28,8 +29,8 @@ def test_every_paper_under_a_heading_names_it_in_its_title_or_what_it_does(engin
     from rag_bot.text import clean_markup
     from rag_bot.writing.roles import sentence_roles
 
-    model = dict(themes._model())
-    monkeypatch.setattr(themes, "_model", lambda: {**model, "cut": 0.0})
+    model = replace(themes._model(), cuts={"fits": {"heading": 0.0}})
+    monkeypatch.setattr(themes, "_model", lambda: model)
     headed = []
     for question in SUMMARIES:
         sources = engine.retriever.retrieve_papers(question)[:4]
@@ -59,11 +60,11 @@ def test_headings_are_the_same_when_the_papers_are_grouped_again(engine):
 def test_below_the_fitted_cut_a_group_gets_no_heading_and_keeps_its_papers(engine, monkeypatch):
     question = SUMMARIES[0]
     sources = engine.retriever.retrieve_papers(question)[:4]
-    model = dict(themes._model())
-    monkeypatch.setattr(themes, "_model", lambda: {**model, "cut": 0.0})
+    model = themes._model()
+    monkeypatch.setattr(themes, "_model", lambda: replace(model, cuts={"fits": {"heading": 0.0}}))
     headed = OfflineComposer(engine.sentences, engine.settings).compose(question, "summary", sources)
     assert any(heading for heading, _ in blocks(headed.answer))
-    monkeypatch.setattr(themes, "_model", lambda: {**model, "cut": 1.01})
+    monkeypatch.setattr(themes, "_model", lambda: replace(model, cuts={"fits": {"heading": 1.01}}))
     bare = OfflineComposer(engine.sentences, engine.settings).compose(question, "summary", sources)
     assert all(heading == "" for heading, _ in blocks(bare.answer))
     assert {c.doc_id for c in bare.citations} == {c.doc_id for c in headed.citations}

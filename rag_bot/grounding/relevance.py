@@ -12,15 +12,17 @@ model's `Calibration` is fitted to match (rag_bot/grounding/calibrate.py).
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
+from rag_bot import fitted
+from rag_bot.fitted import Cut, Fitted, Provenance, Weights, cut_at
 from rag_bot.topics import holds_acronyms, word_stems
 from rag_bot.types import Paper, ScoredPaper
 
@@ -66,23 +68,6 @@ class Calibration:
 
 
 @dataclass(frozen=True)
-class Weights:
-    """One logistic function over standardised `FEATURES`."""
-
-    mean: tuple[float, ...]
-    scale: tuple[float, ...]
-    weights: tuple[float, ...]
-    bias: float
-
-    def probabilities(self, rows: np.ndarray) -> np.ndarray:
-        """The probability that each paper belongs to the answer, one per row of signals."""
-        if rows.size == 0:
-            return np.zeros(0)
-        z = ((rows - np.asarray(self.mean)) / np.asarray(self.scale)) @ np.asarray(self.weights) + self.bias
-        return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
-
-
-@dataclass(frozen=True)
 class RelevanceModel:
     """The fitted relevance decision: a logistic function of a paper's signals for a direct answer (`ask`: does
     it answer the question?) and one for an area (`area`, summaries and comparisons: is it on the topic?), each
@@ -93,13 +78,18 @@ class RelevanceModel:
     area: Weights
     # {"ask": {"answer": .., "source": ..}, "area": {...}}; a cut is a number, or [[papers, cut], ...] fitted at
     # several collection sizes (read between them on a log scale, held beyond them).
-    cuts: dict[str, dict[str, float | list[list[float]]]]
-    fitted_on: str = ""
+    cuts: Mapping[str, Mapping[str, Cut]]
+    provenance: Provenance = field(default_factory=Provenance)
     embedder: str = ""  # the model whose vectors the signals were measured with
     # That model's statistics on generated known items and near misses (calibrate.measure), for other models'
     # calibration; empty in a model file from before them.
     reference: dict = field(default_factory=dict)
     calibration: Calibration | None = None  # set for another embedder's store (calibration_file.model_for)
+
+    @property
+    def fitted_on(self) -> str:
+        """What the model was fitted on, in words."""
+        return self.provenance.fitted_on
 
     @staticmethod
     def family(mode: str) -> str:
@@ -114,34 +104,22 @@ class RelevanceModel:
 
     def cut(self, mode: str, which: str, collection_size: int = 0) -> float:
         """A fitted cut of the mode's family ("answer" or "source") for a collection of this many papers."""
-        value = self.cuts[self.family(mode)][which]
-        if isinstance(value, (int, float)):
-            return float(value)
-        sizes = [math.log10(max(size, 1)) for size, _ in value]
-        return float(np.interp(math.log10(max(collection_size, 1)), sizes, [cut for _, cut in value]))
+        return cut_at(self.cuts[self.family(mode)][which], collection_size)
 
     def to_json(self) -> str:
-        """The model as the file `load` reads."""
-        def part(w: Weights) -> dict[str, object]:
-            return {"mean": list(w.mean), "scale": list(w.scale), "weights": list(w.weights), "bias": w.bias}
-        return json.dumps({"features": list(FEATURES), "ask": part(self.ask), "area": part(self.area),
-                           "cuts": self.cuts, "fitted_on": self.fitted_on, "embedder": self.embedder,
-                           "reference": self.reference}, indent=1) + "\n"
+        """The model as the file `load` reads (rag_bot/fitted.py's format)."""
+        return fitted.to_json(Fitted(features=FEATURES, functions={"ask": self.ask, "area": self.area},
+                                     cuts=self.cuts, provenance=self.provenance,
+                                     notes={"embedder": self.embedder, "reference": self.reference}))
 
 
 @lru_cache(maxsize=4)
 def load(path: Path = MODEL_FILE) -> RelevanceModel:
     """The fitted model shipped with rag-bot (or another file of the same form)."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if tuple(data["features"]) != FEATURES:
-        raise ValueError(f"{path}: fitted on features {data['features']}, this version computes {list(FEATURES)}")
-
-    def part(d: dict) -> Weights:
-        return Weights(mean=tuple(d["mean"]), scale=tuple(d["scale"]), weights=tuple(d["weights"]),
-                       bias=float(d["bias"]))
-    return RelevanceModel(ask=part(data["ask"]), area=part(data["area"]), cuts=data["cuts"],
-                          fitted_on=str(data.get("fitted_on", "")), embedder=str(data.get("embedder", "")),
-                          reference=dict(data.get("reference", {})))
+    model = fitted.load(path, FEATURES, ("ask", "area"))
+    return RelevanceModel(ask=model.functions["ask"], area=model.functions["area"], cuts=model.cuts,
+                          provenance=model.provenance, embedder=str(model.notes.get("embedder", "")),
+                          reference=dict(cast(dict, model.notes.get("reference", {}))))
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from rag_bot import fitted
 from rag_bot.writing.roles import ROLES
-from rag_bot.writing.themes import load_model, logistic
 
 MODEL_FILE = Path(__file__).with_name("problem_model.json")
 SIGNALS = ("background", "problem", "method", "result", "cue", "position")
@@ -41,13 +41,13 @@ def problem_signals(sentences: Sequence[str], probabilities: np.ndarray) -> np.n
 
 
 @lru_cache(maxsize=2)
-def _model(path: Path = MODEL_FILE) -> dict:
-    return load_model(path, SIGNALS)
+def _model(path: Path = MODEL_FILE) -> fitted.Fitted:
+    return fitted.load(path, SIGNALS, ("problem",))
 
 
 def problem_scores(sentences: Sequence[str], probabilities: np.ndarray) -> np.ndarray:
     """How likely each sentence states the abstract's problem (0..1), by the fitted model."""
-    return logistic(_model(), problem_signals(sentences, probabilities))
+    return _model().probabilities(problem_signals(sentences, probabilities), "problem")
 
 
 def problem_sentence(sentences: Sequence[str], probabilities: np.ndarray, taken: Collection[str] = ()) -> str:
@@ -57,4 +57,4 @@ def problem_sentence(sentences: Sequence[str], probabilities: np.ndarray, taken:
     scores = problem_scores(sentences, probabilities)
     free = [i for i, s in enumerate(sentences) if s not in taken]
     best = max(free, key=lambda i: scores[i], default=None)
-    return sentences[best] if best is not None and scores[best] >= _model()["cut"] else ""
+    return sentences[best] if best is not None and scores[best] >= _model().cut("problem", "cell") else ""

@@ -1,7 +1,8 @@
 """What each sentence of an abstract does: background, problem, method, result, or other.
 
 A sentence's signals are its MiniLM vector (its own words, by meaning) and its place in the abstract; one softmax
-regression, fitted on labelled sentences by bench/roles_fit.py (accuracy per role in docs/eval.md), gives its role.
+regression, fitted on labelled sentences by bench/roles_fit.py (accuracy per role in docs/eval.md; loaded by
+rag_bot/fitted.py), gives its role.
 The vectors are the sentence index's (rag_bot/store/sentences.py), so roles cost no extra model call.
 """
 
@@ -12,8 +13,17 @@ from pathlib import Path
 
 import numpy as np
 
+from rag_bot import fitted
+
 ROLES = ("background", "problem", "method", "result", "other")
-MODEL_FILE = Path(__file__).with_name("roles_model.npz")
+MODEL_FILE = Path(__file__).with_name("roles_model.json")
+PLACE = ("position", "first", "last")
+
+
+@lru_cache(maxsize=4)
+def role_features(dimensions: int) -> tuple[str, ...]:
+    """The names of `role_signals`' columns for sentence vectors of this many dimensions."""
+    return tuple(f"vector {i}" for i in range(dimensions)) + PLACE
 
 
 def role_signals(vectors: np.ndarray) -> np.ndarray:
@@ -27,11 +37,8 @@ def role_signals(vectors: np.ndarray) -> np.ndarray:
 
 
 @lru_cache(maxsize=2)
-def _model(path: Path = MODEL_FILE) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    data = np.load(path)
-    if tuple(str(r) for r in data["roles"]) != ROLES:
-        raise ValueError(f"{path}: fitted on roles {list(data['roles'])}, this version has {list(ROLES)}")
-    return data["mean"], data["scale"], data["weights"]
+def _model(dimensions: int, path: Path = MODEL_FILE) -> fitted.Fitted:
+    return fitted.load(path, role_features(dimensions), ("role",), classes=ROLES)
 
 
 def role_probabilities(vectors: np.ndarray) -> np.ndarray:
@@ -39,12 +46,7 @@ def role_probabilities(vectors: np.ndarray) -> np.ndarray:
     in `ROLES` order)."""
     if len(vectors) == 0:
         return np.zeros((0, len(ROLES)))
-    mean, scale, weights = _model()
-    rows = (role_signals(vectors) - mean) / scale
-    scores = np.hstack([rows, np.ones((len(rows), 1))]) @ weights
-    scores -= scores.max(axis=1, keepdims=True)
-    p = np.exp(scores)
-    return np.asarray(p / p.sum(axis=1, keepdims=True))
+    return _model(np.shape(vectors)[1]).probabilities(role_signals(vectors), "role")
 
 
 def sentence_roles(vectors: np.ndarray) -> list[str]:

@@ -3,13 +3,13 @@
 A heading's candidates are the phrases (one or two words) that every paper of the group names in its title or in
 what it does (its method and problem sentences, rag_bot/writing/roles.py), not in the benchmarks its results name. Each
 candidate gets a probability of fitting the group from a logistic function of its `heading_signals`, fitted by
-bench/themes_fit.py on headings that readers judged (bench/data/heading_judgements.jsonl); the likeliest heads the
-group when it reaches the fitted cut, and the group has no heading otherwise: no heading rather than a wrong one.
+bench/themes_fit.py on headings that readers judged (bench/data/heading_judgements.jsonl) and loaded by
+rag_bot/fitted.py; the likeliest heads the group when it reaches the fitted cut, and the group has no heading
+otherwise: no heading rather than a wrong one.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rag_bot import fitted
 from rag_bot.store.sentences import SentenceIndex
 from rag_bot.text import clean_markup, is_nounish
 from rag_bot.types import ScoredPaper
@@ -80,29 +81,14 @@ def heading_signals(surface: str, key: str, titles: Sequence[str], closeness: np
     ]
 
 
-def load_model(path: Path, signals: Sequence[str]) -> dict:
-    """A fitted logistic model saved as JSON (signals, mean, scale, weights, bias, cut), refused when it was fitted
-    on other signals than this version computes."""
-    model = json.loads(path.read_text(encoding="utf-8"))
-    if tuple(model["signals"]) != tuple(signals):
-        raise ValueError(f"{path}: fitted on signals {model['signals']}, this version has {list(signals)}")
-    return dict(model)
-
-
 @lru_cache(maxsize=2)
-def _model(path: Path = MODEL_FILE) -> dict:
-    return load_model(path, SIGNALS)
-
-
-def logistic(model: dict, rows: np.ndarray) -> np.ndarray:
-    """A model of `load_model`'s probability for each row of its signals (standardised, weighted, squashed)."""
-    z = (np.asarray(rows, dtype=float) - np.array(model["mean"])) / np.array(model["scale"])
-    return np.asarray(1 / (1 + np.exp(-(z @ np.array(model["weights"]) + model["bias"]))))
+def _model(path: Path = MODEL_FILE) -> fitted.Fitted:
+    return fitted.load(path, SIGNALS, ("fits",))
 
 
 def fit_probability(rows: np.ndarray) -> np.ndarray:
     """The fitted probability that each row of signals is a heading that fits its group."""
-    return logistic(_model(), rows)
+    return _model().probabilities(rows, "fits")
 
 
 class Themes:
@@ -156,7 +142,7 @@ class Themes:
         rows = np.array([heading_signals(s, k, titles, c, question) for k, s, c in zip(keys, surfaces, closeness)])
         p = fit_probability(rows)
         best = int(np.argmax(p))
-        if p[best] < _model()["cut"]:
+        if p[best] < _model().cut("fits", "heading"):
             return ""
         label = surfaces[best]
         return label[0].upper() + label[1:]
