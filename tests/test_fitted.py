@@ -12,7 +12,7 @@ import pytest
 from rag_bot import fitted
 from rag_bot.fitted import FeatureMismatch, Fitted, Provenance, Weights
 from rag_bot.grounding import relevance
-from rag_bot.writing import problems, roles, themes
+from rag_bot.writing import cells, problems, roles, themes
 
 ROOT = Path(__file__).resolve().parents[1]
 # Each shipped model as its decision loads it.
@@ -21,6 +21,7 @@ SHIPPED = {
     "roles": (roles.MODEL_FILE, lambda: fitted.to_json(roles._model(384))),
     "themes": (themes.MODEL_FILE, lambda: fitted.to_json(themes._model())),
     "problems": (problems.MODEL_FILE, lambda: fitted.to_json(problems._model())),
+    "cells": (cells.MODEL_FILE, lambda: fitted.to_json(cells._model())),
 }
 
 
@@ -72,7 +73,8 @@ def test_every_shipped_model_states_its_script_and_the_data_it_was_fitted_on(nam
     model = fitted.load(path, *{"relevance": (relevance.FEATURES, ("ask", "area")),
                                 "roles": (roles.role_features(384), ("role",), roles.ROLES),
                                 "themes": (themes.SIGNALS, ("fits",)),
-                                "problems": (problems.SIGNALS, ("problem",))}[name])
+                                "problems": (problems.SIGNALS, ("problem",)),
+                                "cells": (cells.SIGNALS, tuple(cells.CELLS.values()))}[name])
     told = model.provenance
     assert told.fitted_on and (ROOT / told.script).is_file(), told
     assert re.fullmatch(r"[0-9a-f]{40}", told.commit) and re.fullmatch(r"\d{4}-\d\d-\d\d", told.date), told
@@ -88,3 +90,5 @@ def test_every_shipped_model_gives_probabilities():
     assert shares.shape == (3, len(roles.ROLES)) and np.allclose(shares.sum(axis=1), 1.0)
     assert 0 < themes.fit_probability(np.zeros((1, len(themes.SIGNALS))))[0] < 1
     assert 0 < problems.problem_scores(["However, it fails."], np.full((1, 5), 0.2))[0] < 1
+    assert sorted(cells.cell_order(["We propose X.", "X improves accuracy by 3%."], np.full((2, 5), 0.2),
+                                   "Approach")) == [0, 1]

@@ -12,6 +12,7 @@ from rag_bot.settings import Settings
 from rag_bot.store.sentences import SentenceIndex
 from rag_bot.text import clean_markup
 from rag_bot.types import Answer, Citation, Mode, Paper, ScoredPaper
+from rag_bot.writing.cells import CELLS, CONTRIBUTION, cell_order
 from rag_bot.writing.compose import PaperSynthesizer, word_deltas
 from rag_bot.writing.problems import PROBLEM_CUES, problem_sentence
 from rag_bot.writing.quotes import clean_quote, quoted, reads_alone
@@ -20,42 +21,6 @@ from rag_bot.writing.themes import STOP_WORDS as _STOP
 from rag_bot.writing.themes import Themes
 
 NEARLY = 0.08  # a sentence this close to a paper's best (similarity + overlap) is as relevant as it (see _ask)
-
-
-_APPROACH_CUES = re.compile(
-    r"\b(we (?:propose|introduce|present|develop|design|build|study|formulate|use)|our (?:method|approach|"
-    r"framework)|called|named|framework|approach|methods?|introduc\w+|propos\w+|presents?|leverag\w+|"
-    r"reformulat\w+|via|by (?:using|learning|modeling|training))\b",
-    re.IGNORECASE,
-)
-
-
-# The sentence that states the contribution ("we propose X", "by introducing X").
-_CONTRIBUTION = re.compile(
-    r"\b(we (?:propose|introduce|present|develop|design|build)|introduc(?:e|es|ing)|propos(?:e|es|ing)|"
-    r"this (?:paper|work) (?:presents|proposes|introduces))\b",
-    re.IGNORECASE,
-)
-
-
-_RESULT_CUES = re.compile(
-    r"(\d|%|×|\b(outperform\w*|improv\w*|achiev\w*|reduc\w*|speed\w*|surpass\w*|gain\w*|state-of-the-art|"
-    r"better|consistent\w*|significant\w*|results? show\w*|experiments? show\w*|demonstrat\w*)\b)",
-    re.IGNORECASE,
-)
-
-
-_RESULT_WORDS = re.compile(
-    r"\b(outperform\w*|improv\w*|achiev\w*|reduc\w*|speed\w*|surpass\w*|gains?|state-of-the-art|"
-    r"results? show\w*|experiments? (?:show|demonstrate)\w*|demonstrat\w*|yield\w*|boost\w*|match\w*)\b",
-    re.IGNORECASE,
-)
-
-
-_ROW_ROLE = {"Problem": "problem", "Approach": "method", "Reported results": "result"}
-
-
-_LIMITATION = re.compile(r"\b(however|limitation\w*|fail\w*|suffer\w*|challenge\w*|we find that vanilla)\b", re.IGNORECASE)
 
 
 _WORD = re.compile(r"[a-z][a-z0-9\-]+")
@@ -153,7 +118,7 @@ class OfflineComposer(PaperSynthesizer):
                 if numeric and re.search(r"\d", sentence):
                     score += 0.2
                 score -= 0.01 * position  # earlier sentences set the scene, later ones report
-                if _CONTRIBUTION.search(sentence):
+                if CONTRIBUTION.search(sentence):
                     score += 0.05  # what the paper does answers "what does the collection say about X"
                 scored.append((score, sentence))
                 i += 1
@@ -172,8 +137,8 @@ class OfflineComposer(PaperSynthesizer):
         if len(lead) > 1 and lead[1][0] >= lead[0][0] - NEARLY:
             picked.append(lead[1][1])
         # A question about a topic also gets what the best paper contributes, when that is relevant.
-        if not asks_for_number(question) and not any(_CONTRIBUTION.search(s) for s in picked):
-            contributions = [s for _, s in lead[:4] if _CONTRIBUTION.search(s)]
+        if not asks_for_number(question) and not any(CONTRIBUTION.search(s) for s in picked):
+            contributions = [s for _, s in lead[:4] if CONTRIBUTION.search(s)]
             if contributions:
                 picked.append(contributions[0])
         # A question about a figure gets the paper's best sentence that reports one.
@@ -247,36 +212,23 @@ class OfflineComposer(PaperSynthesizer):
             probability = dict(zip(body, role_p))
             used: set[str] = set()
             pick: dict[str, str] = {}
-            for row, cues, pool in (
-                ("Approach", _APPROACH_CUES, body),
-                ("Problem", PROBLEM_CUES, body[: max(2, len(body) // 2)]),
-                ("Reported results", _RESULT_CUES, list(reversed(body))),
-            ):
-                # A row's sentence has the row's role (rag_bot/writing/roles.py): its cue-word candidates of that role,
-                # else its likeliest sentence of that role, else (Approach and results only) the cue-word
-                # candidates; Problem the sentence that states it (rag_bot/writing/problems.py, fitted), else "—"
-                # (an abstract that states no problem, not its background).
-                k = ROLES.index(_ROW_ROLE[row])
+            for row in ("Approach", "Problem", "Reported results"):
+                if row in CELLS:  # the fitted choice (rag_bot/writing/cells.py): the likeliest sentence of the role
+                    order = [body[i] for i in cell_order(body, role_p, row) if body[i] not in used]
+                    pick[row] = order[0] if order else ""
+                    used.add(pick[row])
+                    continue
+                # The Problem cell: the sentences the role model calls problem (those with a contrast or difficulty
+                # word first), else the sentence that states it (rag_bot/writing/problems.py, fitted), else "—" (an
+                # abstract that states no problem, not its background).
+                k = ROLES.index("problem")
+                pool = body[: max(2, len(body) // 2)]
                 of_role = [s for s in body if s not in used and int(np.argmax(probability[s])) == k]
-                cued = [s for s in pool if cues.search(s) and s not in used] or [s for s in ordered if s not in used]
+                cued = [s for s in pool if PROBLEM_CUES.search(s) and s not in used] or [s for s in ordered if s not in used]
                 candidates = [s for s in cued if s in of_role] or sorted(of_role, key=lambda s: -probability[s][k])
-                if not candidates and row == "Problem":  # scored only when no sentence's likeliest role is problem
+                if not candidates:  # scored only when no sentence's likeliest role is problem
                     stated = problem_sentence(body, role_p, used)
                     candidates = [stated] if stated else []
-                elif not candidates:
-                    candidates = cued
-                if row == "Approach":
-                    # The contribution sentence first; a sentence reporting results belongs to the last row.
-                    def approach(s: str) -> int:
-                        return (3 * bool(_CONTRIBUTION.search(s)) + bool(_APPROACH_CUES.search(s))
-                                - 2 * bool(_RESULT_WORDS.search(s) and re.search(r"\d", s)))
-                    candidates = sorted(candidates, key=approach, reverse=True)
-                if row == "Reported results":
-                    # A finding reads like one: a result verb, ideally with a figure, not a limitation.
-                    def strength(s: str) -> int:
-                        verbs = bool(_RESULT_WORDS.search(s))
-                        return 2 * verbs + bool(re.search(r"\d", s)) - 2 * bool(_LIMITATION.search(s))
-                    candidates = sorted(candidates, key=strength, reverse=True)
                 # A cell reads alone: a sentence that points back at what it does not name comes last.
                 candidates = sorted(candidates, key=lambda s: not reads_alone(clean_quote(s)))
                 sentence = candidates[0] if candidates else ""
