@@ -1,6 +1,7 @@
 """The tree shows the stages: no module imports a later stage, retrieval, grounding and writing do not import each
 other, the import graph has no circle, and every module fits on a screen or two (400 lines). Imports inside
-functions count: a lazy import is still a dependency."""
+functions count: a lazy import is still a dependency. The tests mirror the tree: a folder per stage, a module's
+tests named after it."""
 
 from __future__ import annotations
 
@@ -10,12 +11,17 @@ from pathlib import Path
 from tests.conftest import ROOT
 
 PACKAGE = ROOT / "rag_bot"
+TESTS = ROOT / "tests"
 SHARED = {"types", "nodes", "settings", "prompts", "text", "topics", "sanitize", "errors", "logs", "question"}
 STAGES = ["reading", "store", "retrieval", "grounding", "writing", "engine", "evaluation", "surfaces"]
 # Stages the engine alone puts in order: none of them imports another (what one hands the next travels through the
 # engine's query engine, in the shared types and node metadata).
 SIBLINGS = {"retrieval", "grounding", "writing"}
 MAX_LINES = 400
+# tests/engine/ holds the tests of rag_bot's top-level modules (engine.py and the shared ones); tests/project/ those
+# of the whole project (layout, docs, install, shared data, third-party clients, bench), which mirror no package.
+TOP_LEVEL = "engine"
+WHOLE_PROJECT = "project"
 
 
 def _modules() -> dict[str, Path]:
@@ -110,3 +116,39 @@ def test_every_package_ships_in_the_wheel():
     listed = set(tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {".".join(p.parent.relative_to(PACKAGE.parent).parts) for p in PACKAGE.rglob("__init__.py")}
     assert found <= listed, found - listed
+
+
+def _mirrored(folder: Path) -> Path:
+    """The package folder a test folder mirrors (tests/engine/ mirrors rag_bot/'s top-level modules)."""
+    parts = folder.relative_to(TESTS).parts
+    return PACKAGE if parts == (TOP_LEVEL,) else PACKAGE.joinpath(*parts)
+
+
+def _test_files() -> list[Path]:
+    return sorted(TESTS.rglob("test_*.py"))
+
+
+def test_no_test_file_is_left_directly_in_tests():
+    loose = [p.name for p in _test_files() if p.parent == TESTS]
+    assert not loose, loose
+
+
+def test_every_test_folder_mirrors_a_stage_package():
+    folders = {p.parent for p in _test_files() if p.parent != TESTS}
+    stray = [str(f.relative_to(TESTS)) for f in folders
+             if f.relative_to(TESTS).parts != (WHOLE_PROJECT,) and not (_mirrored(f) / "__init__.py").is_file()]
+    assert not stray, f"test folders with no package of that name under rag_bot/: {stray}"
+    unimportable = [str(f.relative_to(TESTS)) for f in folders if not (f / "__init__.py").is_file()]
+    assert not unimportable, f"test folders without __init__.py: {unimportable}"
+
+
+def test_a_test_file_named_after_a_module_sits_in_that_modules_stage():
+    homes: dict[str, set[Path]] = {}
+    for module in PACKAGE.rglob("*.py"):
+        if module.name != "__init__.py":
+            folder = TESTS / TOP_LEVEL if module.parent == PACKAGE else TESTS / module.parent.relative_to(PACKAGE)
+            homes.setdefault(module.stem, set()).add(folder)
+    misplaced = {str(p.relative_to(TESTS)): sorted(str(h.relative_to(TESTS)) for h in homes[name])
+                 for p in _test_files()
+                 if (name := p.stem.removeprefix("test_")) in homes and p.parent not in homes[name]}
+    assert not misplaced, f"test file -> the folder(s) of the module it is named after: {misplaced}"
