@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
+from contextlib import closing
 from pathlib import Path
 
 from rag_bot.store.conversations import FILE_NAME, Conversations, title_of
@@ -126,7 +128,7 @@ def test_threads_save_side_by_side(tmp_path: Path) -> None:
 def test_a_saved_turn_is_at_once_readable_by_the_permalink_page_and_after_a_restart(tmp_path: Path) -> None:
     """The chat's store keeps its connection open between turns; the permalink route (its own store on the same
     file) and a restarted server read every turn committed so far, and a failure mid-call is rolled back."""
-    chat, page = Conversations(tmp_path), Conversations(tmp_path)
+    chat, page = Conversations(tmp_path, clock=_clock()), Conversations(tmp_path)  # type: ignore[arg-type]
     conv = chat.create("", "what is x?")
     assert conv
     links = []
@@ -137,11 +139,12 @@ def test_a_saved_turn_is_at_once_readable_by_the_permalink_page_and_after_a_rest
         shared = page.shared(link)
         assert shared is not None and shared.turn.question == f"question {i}", "readable as soon as it is saved"
 
-    def half_done(db) -> None:
-        db.execute("UPDATE conversations SET title = 'changed' WHERE id = ?", (conv,))
-        raise OSError("disk gone")
-
-    assert chat._run("test a failure", half_done, None) is None and not chat.ok
+    saved = [(s.title, s.updated) for s in page.recent("")]
+    # The file refuses the next turn (as a full disk would) after the call has moved its conversation's time.
+    with closing(sqlite3.connect(tmp_path / FILE_NAME)) as db:
+        db.execute("CREATE TRIGGER refuse BEFORE INSERT ON turns BEGIN SELECT RAISE(ABORT, 'disk gone'); END")
+        db.commit()
+    assert chat.append(conv, "", "question 3", _answer()) is None and not chat.ok
     restarted = Conversations(tmp_path)
-    assert [s.title for s in restarted.recent("")] == ["what is x?"], "the failed call left nothing behind"
+    assert [(s.title, s.updated) for s in restarted.recent("")] == saved, "the failed call left nothing behind"
     assert [s.link for s in restarted.load(conv, "") or []] == links

@@ -27,6 +27,13 @@ from tests.store.test_index import chroma_server  # noqa: F401 - the real `chrom
 QUESTION = "What does CorrSteer gain on HarmBench?"
 
 
+class NoModel:
+    """An embedding model, passed to the store, that fails the test at its first use: an import needs none."""
+
+    def __getattr__(self, name: str):
+        raise AssertionError(f"the import used the embedding model ({name})")
+
+
 @pytest.fixture(scope="module")
 def exported(engine, tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("export") / "seeds.ragbot.jsonl.gz"
@@ -36,10 +43,9 @@ def exported(engine, tmp_path_factory) -> Path:
 
 
 def test_import_into_a_folder_embeds_nothing_and_answers_the_same(engine, exported, tmp_path):
-    index = PaperIndex(Settings(storage=tmp_path / "store"))
+    index = PaperIndex(Settings(storage=tmp_path / "store"), embedder=NoModel())
     counts = import_collection(index, exported)
     assert counts == {"papers": engine.index.count(), "chunks": engine.index.chunk_count(), "replaced": 0}
-    assert index._embedder is None, "importing loads no embedding model"
     copy = Engine(Settings(storage=tmp_path / "store"))
     original, imported = engine.ask(QUESTION), copy.ask(QUESTION)
     assert imported.answer == original.answer and imported.citations == original.citations

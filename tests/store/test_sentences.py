@@ -306,8 +306,8 @@ def test_through_a_chroma_server_the_vectors_are_kept_in_the_user_s_cache_folder
 
     later = PaperIndex(settings, embedder=engine.index.embedder)
     calls: list[int] = []
-    real = SentenceIndex._embed
-    monkeypatch.setattr(SentenceIndex, "_embed", lambda self, groups: calls.append(len(groups)) or real(self, groups))
+    real = MiniLMEmbedding.embed
+    monkeypatch.setattr(MiniLMEmbedding, "embed", lambda model, texts: calls.append(len(texts)) or real(model, texts))
     for paper in papers:
         SentenceIndex(later.embedder, store=later).of(paper)
     assert calls == [], "another process of the user embedded what the cache holds"

@@ -173,7 +173,7 @@ def test_the_drawn_map_names_its_topics_where_they_are_and_titles_every_point(en
     hover) and id (opened on click), titles are escaped, and nothing draws an axis."""
     import html
 
-    from rag_bot.surfaces.ui.map import _scaled, map_svg, topic_name
+    from rag_bot.surfaces.ui.map import map_svg, topic_name
 
     papers = engine.index.all_papers()
     cmap = build_map(papers, engine.index.paper_vectors([p.doc_id for p in papers]))
@@ -181,11 +181,11 @@ def test_the_drawn_map_names_its_topics_where_they_are_and_titles_every_point(en
     points = re.findall(r'<circle cx="([\d.]+)" cy="([\d.]+)"[^>]*data-id="([^"]+)"><title>([^<]+)</title>', svg)
     assert len(points) == 38
     assert {html.unescape(t).split(" · ")[0] for *_, t in points} == set(cmap.titles)
-    xy = _scaled(cmap.xy)
+    drawn = {html.unescape(doc_id): (float(x), float(y)) for x, y, doc_id, _ in points}
     for topic, label in enumerate(cmap.labels):
         x, y = (float(v) for v in re.search(
             rf'<text class="topic-name" x="(-?[\d.]+)" y="(-?[\d.]+)"[^>]*>{re.escape(html.escape(topic_name(label)))}<',
             svg).groups())
-        mine = xy[cmap.clusters == topic]
+        mine = [drawn[doc_id] for doc_id, cluster in zip(cmap.doc_ids, cmap.clusters) if cluster == topic]
         assert np.allclose((x, y), np.median(mine, axis=0), atol=1.0)
     assert "axis" not in svg.lower() and "component" not in svg.lower()

@@ -128,12 +128,22 @@ def test_the_server_is_a_loopback_child_process_stopped_on_exit(local_engine):
     with pytest.raises(OSError):
         urllib.request.urlopen(f"{url}/health", timeout=2)
 
-    # A process that started a server and exits normally leaves no llama.cpp child behind (atexit).
-    script = f"from rag_bot.writing.local_llm import local_server; print(local_server({str(GGUF)!r})._process.pid)"
+    # A process that started a server and exits normally leaves no llama.cpp child behind (atexit): its address
+    # stops answering.
+    script = f"from rag_bot.writing.local_llm import local_server; print(local_server({str(GGUF)!r}).url)"
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    pid = int(proc.stdout.split()[-1])
+    child = proc.stdout.split()[-1]
+    assert child.startswith("http://127.0.0.1:"), proc.stdout
     deadline = time.monotonic() + 10
-    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+    while _answers(f"{child}/health") and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+    assert not _answers(f"{child}/health"), "the child outlived the process that started it"
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2):
+            return True
+    except OSError:
+        return False

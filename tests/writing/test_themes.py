@@ -28,7 +28,7 @@ def test_every_paper_under_a_heading_names_it_in_its_title_or_what_it_does(engin
     from rag_bot.text import clean_markup
     from rag_bot.writing.roles import sentence_roles
 
-    model = dict(themes._model())
+    model = dict(themes.load_model(themes.MODEL_FILE, themes.SIGNALS))
     monkeypatch.setattr(themes, "_model", lambda: {**model, "cut": 0.0})
     headed = []
     for question in SUMMARIES:
@@ -59,7 +59,7 @@ def test_headings_are_the_same_when_the_papers_are_grouped_again(engine):
 def test_below_the_fitted_cut_a_group_gets_no_heading_and_keeps_its_papers(engine, monkeypatch):
     question = SUMMARIES[0]
     sources = engine.retriever.retrieve_papers(question)[:4]
-    model = dict(themes._model())
+    model = dict(themes.load_model(themes.MODEL_FILE, themes.SIGNALS))
     monkeypatch.setattr(themes, "_model", lambda: {**model, "cut": 0.0})
     headed = OfflineComposer(engine.sentences, engine.settings).compose(question, "summary", sources)
     assert any(heading for heading, _ in blocks(headed.answer))

@@ -61,7 +61,8 @@ def test_cache_is_used_then_invalidated_by_an_ingest(tmp_path: Path, seed_list, 
     index.ingest([*papers[:1], changed, *papers[2:]])
     _, after = _retriever(tmp_path, embedder)
     assert "built lexicon" in _origin(caplog)
-    assert "zyxwvut" in after._snapshot.doc_terms[changed.doc_id]
+    found = after.retrieve_papers("Which paper mentions zyxwvut?")
+    assert found[0].paper.doc_id == changed.doc_id and found[0].coverage > found[1].coverage, "the new word is searched"
     assert after.papers[changed.doc_id].text == changed.text
     assert len(list(LEXICAL.root(index).iterdir())) == 1, "caches of older states are removed"
 
