@@ -26,7 +26,8 @@ import time
 from pathlib import Path
 
 from bench.checkout import use_rag_bot_from
-from bench.fit.relevance import QUESTIONS, locked, read_jsonl
+from bench.fit.relevance import QUESTIONS, read_jsonl
+from rag_bot.evaluation.split import locked  # the one locked split
 
 ROOT = Path(__file__).resolve().parents[2]
 

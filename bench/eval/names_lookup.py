@@ -20,7 +20,8 @@ import json
 import time
 from pathlib import Path
 
-from bench.eval.names import DATA, QUESTIONS, RESULTS, _shuffled, locked, read_jsonl, self_named, shares
+from bench.eval.names import DATA, QUESTIONS, RESULTS, _shuffled, read_jsonl, self_named, shares
+from rag_bot.evaluation.split import locked  # the one locked split
 
 EVERY = {3000: 7, 22000: 1}  # bench/collections.py SIZES
 

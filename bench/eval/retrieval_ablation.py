@@ -19,7 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.fit.relevance import PAIRS, QUESTIONS, generated_items, locked, read_jsonl
+from bench.fit.relevance import PAIRS, QUESTIONS, generated_items, read_jsonl
+from rag_bot.evaluation.split import locked  # the one locked split
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.fit.relevance import PAIRS, QUESTIONS, locked, read_jsonl
+from bench.fit.relevance import PAIRS, QUESTIONS, read_jsonl
+from rag_bot.evaluation.split import locked  # the one locked split
 from rag_bot.store import sentences as layout
 
 ROOT = Path(__file__).resolve().parents[2]
