@@ -49,11 +49,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check rag_bot tests bench train app.py
 	$(BIN)/mypy rag_bot
 
-# docs/benchmarks.md + docs/benchmarks.png (bench/scale.py): the seeds and the 3,000-paper collection by default,
-# `make bench BENCH_ARGS=--full` for every size (build them first: bench/collections.py 3000 22000).
+# docs/benchmarks.md + docs/benchmarks.png (bench/perf/scale.py): the seeds and the 3,000-paper collection by default,
+# `make bench BENCH_ARGS=--full` for every size (build them first: python -m bench.collections 3000 22000).
 BENCH_ARGS ?=
 bench: $(STAMP)
-	$(BIN)/python bench/scale.py --profile $(BENCH_ARGS)
+	$(BIN)/python -m bench.perf.scale --profile $(BENCH_ARGS)
 
 eval: $(STAMP)
 	$(BIN)/rag-bot eval

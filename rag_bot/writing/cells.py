@@ -3,7 +3,7 @@
 Each sentence of an abstract gets its signals (its role probabilities, rag_bot/writing/roles.py; its place; whether
 it reads alone; whether it holds a figure; and four cue words of what a contribution, an approach, a finding and a
 limitation say) and, per cell, a logistic regression's score of it having the cell's role (method, result), fitted by
-bench/cells_fit.py on the labelled roles' fit part (bench/data/sentence_roles.jsonl, role probabilities from role
+bench/fit/cells.py on the labelled roles' fit part (bench/data/sentence_roles.jsonl, role probabilities from role
 models that did not see the abstract). The cell takes the best-scoring sentence not already used.
 """
 

@@ -1,4 +1,4 @@
-"""bench/simulate.py, the generator of the simulated collections issue 25 measures: its file is what `rag-bot
+"""bench/perf/simulate.py, the generator of the simulated collections issue 25 measures: its file is what `rag-bot
 import` loads (nothing embedded), with the number of papers asked for, texts recombined from real sentences, and
 vectors near, not equal to, their originals."""
 
@@ -30,8 +30,8 @@ def test_a_simulated_collection_imports_without_embedding(seed_storage, tmp_path
     base = tmp_path / "base.ragbot.jsonl.gz"
     assert _rag_bot(seed_storage, "export", str(base)).returncode == 0
     sim = tmp_path / "sim.ragbot.jsonl.gz"
-    made = subprocess.run([sys.executable, str(ROOT / "bench" / "simulate.py"), str(base), "100", str(sim)],
-                          capture_output=True, text=True, timeout=600)
+    made = subprocess.run([sys.executable, "-m", "bench.perf.simulate", str(base), "100", str(sim)],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert made.returncode == 0, made.stderr
     assert json.loads(made.stdout)["papers"] == 100
     with gzip.open(base, "rt") as a, gzip.open(sim, "rt") as b:

@@ -1,0 +1,1 @@
+"""Quality: retrieval, grounding and the written answers measured on labelled and generated questions."""

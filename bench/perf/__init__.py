@@ -1,0 +1,1 @@
+"""Performance: speed, memory, disk and scale."""
