@@ -67,7 +67,7 @@ def remove_stale_backups(settings: Settings) -> list[Path]:
     return gone
 
 
-_READ_BATCH = 2000
+READ_BATCH = 2000
 
 
 class ChromaStore:
@@ -331,8 +331,8 @@ class ChromaStore:
 
     def _iter_records(self, include: list[str]) -> Iterator[dict[str, Any]]:
         total = self.count()
-        for offset in range(0, total, _READ_BATCH):
-            yield self.papers.get(include=include, limit=_READ_BATCH, offset=offset)  # type: ignore[arg-type]
+        for offset in range(0, total, READ_BATCH):
+            yield self.papers.get(include=include, limit=READ_BATCH, offset=offset)  # type: ignore[arg-type]
 
     def _after_open(self) -> None:
         """What a store does once its collections answer (PaperReads: drop orphan chunks)."""

@@ -25,12 +25,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rag_bot.surfaces.access import Door, http_server, open_routes
 from rag_bot.surfaces.openai_format import (
-    _CREATED,
+    CREATED,
     DEFAULT_MODEL,
     APIError,
-    _error_of,
     completion,
     conversation,
+    error_of,
     prompt_text,
     sse,
 )
@@ -84,7 +84,7 @@ def v1_app(engine: Any) -> FastAPI:
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.warning("API request failed (%s)", type(exc).__name__, exc_info=log.isEnabledFor(logging.DEBUG))
-        return _error_of(exc).response()
+        return error_of(exc).response()
 
     @app.get("/models")
     async def list_models(request: Request) -> dict[str, Any]:
@@ -118,13 +118,13 @@ def v1_app(engine: Any) -> FastAPI:
             try:
                 answer = await run_in_threadpool(engine.ask, question, mode, history, None, filters)
             except Exception as exc:
-                raise _error_of(exc) from exc
+                raise error_of(exc) from exc
             return JSONResponse(completion(answer, model, prompt_text(body["messages"])))
         events = engine.stream(question, mode=mode, history=history, filters=filters)
         try:  # the first step retrieves: its errors (empty question, no index) still get a status code
             first = await run_in_threadpool(next, events, None)
         except Exception as exc:
-            raise _error_of(exc) from exc
+            raise error_of(exc) from exc
         options = body.get("stream_options")
         counted = prompt_text(body["messages"]) if isinstance(options, dict) and options.get("include_usage") else None
         return StreamingResponse(sse(events, first, model, counted), media_type="text/event-stream",
@@ -134,7 +134,7 @@ def v1_app(engine: Any) -> FastAPI:
 
 
 def _model(name: str) -> dict[str, Any]:
-    return {"id": name, "object": "model", "created": _CREATED, "owned_by": OWNER}
+    return {"id": name, "object": "model", "created": CREATED, "owned_by": OWNER}
 
 
 def _unknown_model(name: str) -> APIError:

@@ -14,10 +14,10 @@ from rag_bot.reading.files import ANSI_ESCAPE, clean_text
 from rag_bot.settings import Settings
 from rag_bot.surfaces.cli_common import (
     BadFlag,
-    _fail,
-    _filters,
-    _print_answer,
-    _print_sources,
+    fail,
+    filters_from_args,
+    print_answer,
+    print_sources,
 )
 
 log = logging.getLogger(__name__)
@@ -58,23 +58,23 @@ def _visible(text: str) -> bool:
 def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     """Answer one question, or one per line of a batch file, with citations."""
     if args.batch and args.question:
-        return _fail("give either a question or --batch FILE, not both", 2)
+        return fail("give either a question or --batch FILE, not both", 2)
     try:
         questions = _questions(args)
     except OSError as exc:
-        return _fail(f"cannot read {args.batch}: {exc.strerror}", 2)
+        return fail(f"cannot read {args.batch}: {exc.strerror}", 2)
     if not args.batch:
         try:  # before the engine loads: a question it would refuse is refused at once
             checked_question(questions[0])
         except EmptyQuestionError:
-            return _fail("the question is empty; try: rag-bot ask \"what does the collection say about X?\"", 2)
+            return fail("the question is empty; try: rag-bot ask \"what does the collection say about X?\"", 2)
         except QuestionError as exc:
-            return _fail(str(exc), 2)
+            return fail(str(exc), 2)
     try:
         questions[0].encode("utf-8")
     except UnicodeEncodeError:  # bytes that are not UTF-8 on the command line arrive as lone surrogates
-        return _fail("the question is not valid UTF-8 text; check the terminal's encoding", 2)
-    filters = _filters(args)
+        return fail("the question is not valid UTF-8 text; check the terminal's encoding", 2)
+    filters = filters_from_args(args)
     from rag_bot.engine import Engine
 
     engine = Engine(settings)
@@ -111,7 +111,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
             print(json.dumps(obj, ensure_ascii=False), flush=True)
         else:
             if not args.stream:
-                _print_answer(answer, sys.stdout)
+                print_answer(answer, sys.stdout)
             if references:
                 print(f"\nReferences ({args.cite}):\n{references}", end="", flush=True)
         if len(questions) > 1 and not args.json:
@@ -194,6 +194,6 @@ def _stream_answer(engine: Any, question: str, mode: str | None, out: TextIO, fi
         out.write("\n\n---\n" if text else "")
         out.write(clean_text(answer.answer))
     out.write("\n")
-    _print_sources(answer, out)
+    print_sources(answer, out)
     out.flush()
     return answer

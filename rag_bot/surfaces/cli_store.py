@@ -15,9 +15,9 @@ from rag_bot.settings import Settings
 from rag_bot.surfaces.cli_calibrate import calibrate_after_write
 from rag_bot.surfaces.cli_common import (
     BadFlag,
-    _fail,
-    _filters,
-    _unreadable,
+    fail,
+    filters_from_args,
+    unreadable,
 )
 
 log = logging.getLogger(__name__)
@@ -32,11 +32,11 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     paths = [Path(p) for p in args.paths] or [settings.seed_path()]
     # Every path is checked before anything is written: a mistyped one must not cost a rebuild (or a prune) its store.
     for typed, path in zip(args.paths or [str(paths[0])], paths):
-        problem = _unreadable(path, typed)
+        problem = unreadable(path, typed)
         if problem:
-            return _fail(f"{problem}; nothing was changed (check the path and run the same command again)", 2)
+            return fail(f"{problem}; nothing was changed (check the path and run the same command again)", 2)
         if args.rebuild and not settings.chroma_url and path.absolute().is_relative_to(settings.storage.absolute()):
-            return _fail(f"{typed} is inside the store folder {settings.storage}, which --rebuild moves aside; "
+            return fail(f"{typed} is inside the store folder {settings.storage}, which --rebuild moves aside; "
                          f"move it out of there first; nothing was changed", 2)
     from tqdm import tqdm
 
@@ -52,7 +52,7 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
         if not scan.papers:
             for read_problem in scan.problems:
                 print(f"warning: {read_problem}", file=sys.stderr)
-            return _fail("no paper could be read from these paths, so the store was not rebuilt; nothing was "
+            return fail("no paper could be read from these paths, so the store was not rebuilt; nothing was "
                          "changed (give the sources of the collection)", 2)
         print(f"Rebuilding the store: {rebuild_store(settings)}.", file=sys.stderr)
     engine = Engine(settings)
@@ -122,7 +122,7 @@ def _sentences(args: argparse.Namespace, settings: Settings) -> int:
     """`ingest --sentences`: embed the sentences of every stored paper the sentence-vector cache lacks, so no
     answer waits for them (what RAG_BOT_SENTENCE_VECTORS=ingest does for the papers an ingest writes)."""
     if args.paths or args.prune or args.rebuild or args.reembed:
-        return _fail("--sentences works on the stored papers: give it no paths, --prune, --rebuild or --reembed", 2)
+        return fail("--sentences works on the stored papers: give it no paths, --prune, --rebuild or --reembed", 2)
     from tqdm import tqdm
 
     from rag_bot.engine import Engine
@@ -130,12 +130,12 @@ def _sentences(args: argparse.Namespace, settings: Settings) -> int:
     engine = Engine(settings)
     total = engine.index.count()
     if not total:
-        return _fail("the store holds no papers yet: ingest some first", 1)
+        return fail("the store holds no papers yet: ingest some first", 1)
     with tqdm(total=total, unit="paper", desc="Sentences", disable=args.quiet, file=sys.stderr) as bar:
         embedded = engine.embed_sentences(progress=bar.update)
     store = engine.sentences.store
     if store is None or store.failed:
-        return _fail("the sentence vectors could not be saved (see the warning above); answers compute them "
+        return fail("the sentence vectors could not be saved (see the warning above); answers compute them "
                      "as they need them", 1)
     print(f"Embedded the sentences of {embedded} papers ({total - embedded} had them already). "
           f"{store.count()} papers' sentence vectors are stored in {store.file.path}.")
@@ -145,7 +145,7 @@ def _sentences(args: argparse.Namespace, settings: Settings) -> int:
 def _reembed(args: argparse.Namespace, settings: Settings) -> int:
     """`ingest --reembed`: move the stored collection to the model the settings choose (rag_bot/store/reembed.py)."""
     if args.paths or args.prune or args.rebuild:
-        return _fail("--reembed reads the papers from the store: give it no paths, --prune or --rebuild", 2)
+        return fail("--reembed reads the papers from the store: give it no paths, --prune or --rebuild", 2)
     from tqdm import tqdm
 
     from rag_bot.store.reembed import reembed
@@ -180,14 +180,14 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     path = Path(args.file)
     fmt = args.format or EXPORT_FORMATS.get(path.suffix.lower(), "portable")
     try:
-        filters = _filters(args)
+        filters = filters_from_args(args)
     except BadFlag as exc:
-        return _fail(str(exc), 2)
+        return fail(str(exc), 2)
     if filters is not None and fmt == "portable":
-        return _fail("the filters choose papers for --format bibtex, ris or csl; a portable file holds the whole "
+        return fail("the filters choose papers for --format bibtex, ris or csl; a portable file holds the whole "
                      "store", 2)
     if path.exists() and not args.force:
-        return _fail(f"{path} exists; give another name or --force to overwrite it", 2)
+        return fail(f"{path} exists; give another name or --force to overwrite it", 2)
     engine = Engine(settings)
     engine.require_index()
     try:
@@ -196,13 +196,13 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
 
             papers = [p for p in engine.papers.values() if filters is None or filters.matches(p)]
             if not papers:
-                return _fail("no paper passes these filters; nothing written", 1)
+                return fail("no paper passes these filters; nothing written", 1)
             path.write_text(export(papers, fmt), encoding="utf-8")  # type: ignore[arg-type]
             print(f"Wrote {len(papers)} papers to {path} ({fmt}).")
             return 0
         counts = export_collection(engine.index, path)
     except OSError as exc:
-        return _fail(f"cannot write {path}: {exc.strerror or exc}")
+        return fail(f"cannot write {path}: {exc.strerror or exc}")
     print(f"Wrote {counts['papers']} papers and {counts['chunks']} chunks to {path}.")
     return 0
 
@@ -214,7 +214,7 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
 
     path = Path(args.file)
     if not path.is_file():
-        return _fail(f"no such file: {path}", 2)
+        return fail(f"no such file: {path}", 2)
     from tqdm import tqdm
 
     engine = Engine(settings)
@@ -228,7 +228,7 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     try:
         counts = import_collection(engine.index, path, progress=lambda n: bars[0].update(n), on_checked=on_checked)
     except ValueError as exc:  # the file is not sound: nothing was written
-        return _fail(f"{exc}; nothing was imported", 2)
+        return fail(f"{exc}; nothing was imported", 2)
     finally:
         for bar in bars:
             bar.close()

@@ -35,7 +35,7 @@ class APIError(Exception):
         return JSONResponse(self.body(), status_code=self.status, headers=headers)
 
 
-def _error_of(exc: BaseException) -> APIError:
+def error_of(exc: BaseException) -> APIError:
     if isinstance(exc, APIError):
         return exc
     if isinstance(exc, EmptyQuestionError):
@@ -59,7 +59,7 @@ REFERENCES_HEADING = "References"
 _REFERENCE = re.compile(r"^\[(\d+)\]\s+(.*?)\s+\(([^()\s]+)\)\s*$")
 
 
-_CREATED = int(time.time())
+CREATED = int(time.time())
 
 
 # --- messages -> question and history ------------------------------------------------------------------------
@@ -243,7 +243,7 @@ def sse(events: Iterator[str | Answer], first: str | Answer | None, model: str,
                     yield _chunk(cid, created, model, {"content": piece})
     except Exception as exc:  # headers are sent: the error goes in the stream, in OpenAI's format
         log.warning("streamed answer failed (%s)", type(exc).__name__, exc_info=log.isEnabledFor(logging.DEBUG))
-        yield from _ended(_error_of(exc))
+        yield from _ended(error_of(exc))
         return
     if answer is None:
         yield from _ended(APIError(500, "the answer stream ended early", "server_error"))
