@@ -8,7 +8,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "rag_bot"
-SHARED = {"types", "nodes", "settings", "prompts", "text", "topics", "sanitize", "errors", "logs", "question"}
+SHARED = {"types", "interfaces", "nodes", "settings", "prompts", "text", "topics", "sanitize", "errors", "logs", "question"}
 STAGES = ["reading", "store", "retrieval", "grounding", "writing", "engine", "evaluation", "surfaces"]
 # Stages the engine alone puts in order: none of them imports another (what one hands the next travels through the
 # engine's query engine, in the shared types and node metadata).

@@ -15,6 +15,7 @@ from typing import Any
 from llama_index.core.node_parser import SentenceSplitter
 
 from rag_bot.errors import StoreError
+from rag_bot.interfaces import Embedder
 from rag_bot.settings import Settings
 from rag_bot.store.caches import process_running
 from rag_bot.store.chroma import (
@@ -25,7 +26,7 @@ from rag_bot.store.chroma import (
     store_error,
 )
 from rag_bot.store.embedders import EMBEDDER_URL, RecordedModel, embedder_name, make_embedder, served_record
-from rag_bot.store.embedding import DIMENSIONS, MODEL_NAME, MiniLMEmbedding
+from rag_bot.store.embedding import DIMENSIONS, MODEL_NAME
 from rag_bot.store.local_embedding import folder_mismatch, weights_digest
 from rag_bot.store.segments import SavedVectors, damage, segment_folders
 
@@ -73,7 +74,7 @@ READ_BATCH = 2000
 class ChromaStore:
     """Two Chroma collections, `<name>_papers` and `<name>_chunks`, guarded so their faults are one line."""
 
-    def __init__(self, settings: Settings, embedder: MiniLMEmbedding | None = None) -> None:
+    def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
         self.settings = settings
         self._embedder = embedder
         self.write_failed = False
@@ -129,7 +130,7 @@ class ChromaStore:
         return self._splitter
 
     @property
-    def embedder(self) -> MiniLMEmbedding:
+    def embedder(self) -> Embedder:
         """The embedding model, loaded on first use (opening the store for stats needs none)."""
         if self._embedder is None:
             self.check_embedder()

@@ -247,9 +247,8 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     stats = engine.stats()
     # The model that made the vectors, which a command run without its settings must not hide (issue 37).
     where, mismatch = engine.index.recorded_model().where(), engine.index.embedder_mismatch()
-    stats |= {"embedding_where": where, "embedding_mismatch": mismatch}
     if args.json:
-        print(json.dumps(stats))
+        print(json.dumps({**stats, "embedding_where": where, "embedding_mismatch": mismatch}))
     else:
         print(f"{stats['papers']} papers, {stats['chunks']} chunks in the {stats['store']}")
         print(f"embedding: {stats['embedding']}" + (f" ({where})" if where else ""))
