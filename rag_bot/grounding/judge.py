@@ -23,6 +23,7 @@ from typing import Any
 
 from llama_index.core.llms import ChatMessage
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.prompts.mixin import PromptDictType
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from pydantic import ConfigDict
 
@@ -96,7 +97,7 @@ class RelevanceJudge(BaseNodePostprocessor):
     def class_name(cls) -> str:
         return "RelevanceJudge"
 
-    def _get_prompts(self) -> dict[str, Any]:
+    def _get_prompts(self) -> PromptDictType:
         return {"relevance": RELEVANCE_TEMPLATE}
 
     def eligible(self, node: NodeWithScore) -> bool:

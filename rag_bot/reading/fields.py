@@ -33,7 +33,7 @@ def plain(value: Any, markup: str = "") -> str:
     return text
 
 
-def as_dict(value: Any) -> dict[str, Any]:
+def as_dict(value: Any) -> dict[str, object]:
     """A field that should hold an object: it, or {} when it holds anything else (a site's odd record)."""
     return value if isinstance(value, dict) else {}
 

@@ -61,12 +61,12 @@ class DerivedCache:
         """The folder of this kind's caches of a `PaperIndex`'s collection."""
         return cache_root(index, self.kind)
 
-    def key(self, source: Mapping[str, Any]) -> str:
+    def key(self, source: Mapping[str, object]) -> str:
         """The key of a cache derived from `source` (the collection's state, JSON data) in this format."""
         payload = json.dumps(dict(source) | {"format": self.format}, sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:20]
 
-    def folder(self, index: Any, source: Mapping[str, Any]) -> Path:
+    def folder(self, index: Any, source: Mapping[str, object]) -> Path:
         """Where the cache derived from `source` is saved."""
         return self.root(index) / self.key(source)
 

@@ -7,7 +7,7 @@ import json
 import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,6 +16,9 @@ from rag_bot.reading import identity
 from rag_bot.store.base import EMBEDDER, EMBEDDER_FOLDER, EMBEDDER_WEIGHTS, READ_BATCH, TOTALS, ChromaStore
 from rag_bot.store.records import chunk_id_parts, joined, paper_from_record
 from rag_bot.types import Paper
+
+if TYPE_CHECKING:
+    from chromadb.api.types import GetResult
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +52,7 @@ class Health:
 SENTENCES_SUFFIX = "_sentences"
 
 
-def _readable_papers(got: dict[str, Any]) -> list[Paper]:
+def _readable_papers(got: GetResult) -> list[Paper]:
     """The papers of one Chroma answer (ids, documents, metadatas); a malformed record is skipped with a warning:
     one must not stop every question."""
     papers: list[Paper] = []

@@ -13,17 +13,15 @@ import ipaddress
 import json
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger(__name__)
 
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 # Largest request body: a question is capped at 4,000 characters (rag_bot.question) and a long answer is about
 # 6 kB, so 1 MiB holds a conversation of about a hundred turns; a 200 MB body no longer reaches the JSON parser (it
@@ -209,8 +207,8 @@ def _cookies(header: str) -> dict[str, str]:
     return {name: morsel.value for name, morsel in jar.items()}
 
 
-def _replay(messages: list[MutableMapping[str, Any]], receive: Receive) -> Receive:
-    async def replay() -> MutableMapping[str, Any]:
+def _replay(messages: list[Message], receive: Receive) -> Receive:
+    async def replay() -> Message:
         return messages.pop(0) if messages else await receive()
 
     return replay

@@ -47,7 +47,7 @@ OWNER = "rag-bot"
 
 
 # --- the app ---------------------------------------------------------------------------------------------
-def request_filters(body: dict[str, Any]) -> Filters | None:
+def request_filters(body: dict[str, object]) -> Filters | None:
     """The filters of a request's `rag_bot` extension field: {"filters": {"venue", "year", "author", "source"}}."""
     extension = body.get("rag_bot") or {}
     raw = extension.get("filters") if isinstance(extension, dict) else None
@@ -87,11 +87,11 @@ def v1_app(engine: Any) -> FastAPI:
         return error_of(exc).response()
 
     @app.get("/models")
-    async def list_models(request: Request) -> dict[str, Any]:
+    async def list_models(request: Request) -> dict[str, object]:
         return {"object": "list", "data": [_model(name) for name in MODELS]}
 
     @app.get("/models/{name}")
-    async def get_model(name: str, request: Request) -> dict[str, Any]:
+    async def get_model(name: str, request: Request) -> dict[str, object]:
         if name not in MODELS:
             raise _unknown_model(name)
         return _model(name)
@@ -133,7 +133,7 @@ def v1_app(engine: Any) -> FastAPI:
     return app
 
 
-def _model(name: str) -> dict[str, Any]:
+def _model(name: str) -> dict[str, object]:
     return {"id": name, "object": "model", "created": CREATED, "owned_by": OWNER}
 
 
@@ -156,7 +156,7 @@ def create_api(engine: Any, api_key: str | None = None) -> FastAPI:
     app = FastAPI(title="rag-bot", docs_url=None, redoc_url=None, openapi_url=None)
 
     @app.get("/")
-    async def root() -> dict[str, Any]:
+    async def root() -> dict[str, object]:
         return {"name": "rag-bot", "api": "/v1", "models": list(MODELS)}
 
     return mount_api(app, engine, api_key=api_key)

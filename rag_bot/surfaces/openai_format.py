@@ -27,7 +27,7 @@ class APIError(Exception):
         super().__init__(message)
         self.status, self.message, self.type, self.code, self.param = status, message, type_, code, param
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> dict[str, object]:
         return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
 
     def response(self) -> JSONResponse:
@@ -131,7 +131,7 @@ def references(answer: Answer) -> str:
     return f"\n\n{REFERENCES_HEADING}:\n" + "\n".join(lines)
 
 
-def extension(answer: Answer) -> dict[str, Any]:
+def extension(answer: Answer) -> dict[str, object]:
     """The `rag_bot` extension field: the JSON contract's citations, grounded and retrieved, the mode, a notice;
     their titles, quotes and notice made safe for Markdown clients, any url http(s) only (`rag_bot.sanitize`)."""
     from rag_bot.sanitize import markdown_safe, safe_fields
@@ -178,7 +178,7 @@ def prompt_text(messages: Any) -> str:
     return "\n".join(parts)
 
 
-def completion(answer: Answer, model: str, prompt: str = "") -> dict[str, Any]:
+def completion(answer: Answer, model: str, prompt: str = "") -> dict[str, object]:
     """A `chat.completion` object, its text made safe for Markdown clients (`rag_bot.sanitize`)."""
     from rag_bot.sanitize import markdown_safe
 
@@ -200,7 +200,7 @@ def completion(answer: Answer, model: str, prompt: str = "") -> dict[str, Any]:
     }
 
 
-def _chunk(cid: str, created: int, model: str, delta: dict[str, Any], finish: str | None = None,
+def _chunk(cid: str, created: int, model: str, delta: dict[str, object], finish: str | None = None,
            **extra: Any) -> str:
     chunk = {
         "id": cid, "object": "chat.completion.chunk", "created": created, "model": model, "system_fingerprint": None,

@@ -17,6 +17,7 @@ from typing import Any
 from llama_index.core.base.response.schema import StreamingResponse
 from llama_index.core.indices.prompt_helper import ChatPromptHelper, PromptHelper
 from llama_index.core.llms.mock import MockLLM
+from llama_index.core.prompts.mixin import PromptDictType
 from llama_index.core.response_synthesizers.base import BaseSynthesizer
 from llama_index.core.schema import NodeWithScore
 
@@ -96,12 +97,12 @@ class PaperSynthesizer(BaseSynthesizer):
         """The answer to a `PaperQuery` from its ranked, grounded nodes."""
         if not isinstance(query, PaperQuery):
             raise TypeError("rag-bot writers answer a PaperQuery (the question, its mode and paper limit)")
-        metadata: dict[str, Any] = {}
+        metadata: dict[str, object] = {}
         return StreamingResponse(response_gen=self._events(query, nodes, metadata), source_nodes=nodes,
                                  metadata=metadata)
 
     def _events(
-        self, query: PaperQuery, nodes: Sequence[NodeWithScore], metadata: dict[str, Any]
+        self, query: PaperQuery, nodes: Sequence[NodeWithScore], metadata: dict[str, object]
     ) -> Generator[str, None, None]:
         ranked = [scored_paper(n) for n in nodes]
         sources = marked_sources(nodes)
@@ -155,10 +156,10 @@ class PaperSynthesizer(BaseSynthesizer):
         """Not used (see `get_response`)."""
         raise NotImplementedError("rag-bot writers answer from paper nodes; call synthesize()")
 
-    def _get_prompts(self) -> dict[str, Any]:
+    def _get_prompts(self) -> PromptDictType:
         return {}
 
-    def _update_prompts(self, prompts: Any) -> None:
+    def _update_prompts(self, prompts: PromptDictType) -> None:
         return None
 
 
