@@ -108,7 +108,7 @@ def _manifest(line: str, index_version: str) -> dict[str, Any]:
     return manifest
 
 
-def _vector_problem(embedding: Any, size: list[int]) -> str | None:
+def _vector_problem(embedding: object, size: list[int]) -> str | None:
     """What is wrong with a record's vector; `size` holds the model's vector size (the shipped model's, or the
     first record's for a served model) and is filled by the first record when empty."""
     if not isinstance(embedding, list):

@@ -15,7 +15,7 @@ Served alone by `rag-bot api`, or beside the chat with `mount_api(fastapi_app, e
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -35,6 +35,10 @@ from rag_bot.surfaces.openai_format import (
     sse,
 )
 from rag_bot.types import Filters, Mode
+
+if TYPE_CHECKING:
+    from rag_bot.interfaces import EngineView
+    from rag_bot.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +68,7 @@ def request_filters(body: dict[str, object]) -> Filters | None:
         raise APIError(400, str(exc), param="rag_bot") from None
 
 
-def v1_app(engine: Any) -> FastAPI:
+def v1_app(engine: EngineView) -> FastAPI:
     """The `/v1` routes as an app of their own (mounted at /v1, behind a `Door`, by `create_api` and `mount_api`)."""
     app = FastAPI(title="rag-bot OpenAI-compatible API", version="1", docs_url="/docs", redoc_url=None)
 
@@ -142,7 +146,7 @@ def _unknown_model(name: str) -> APIError:
                     code="model_not_found", param="model")
 
 
-def mount_api(app: FastAPI, engine: Any, path: str = "/v1", api_key: str | None = None,
+def mount_api(app: FastAPI, engine: EngineView, path: str = "/v1", api_key: str | None = None,
               door: Door | None = None) -> FastAPI:
     """Mount the API on an existing FastAPI app (before Gradio is mounted at "/", so that /v1 is matched first),
     behind `door` (default: the engine's settings, with `api_key` over RAG_BOT_API_KEY)."""
@@ -151,7 +155,7 @@ def mount_api(app: FastAPI, engine: Any, path: str = "/v1", api_key: str | None 
     return app
 
 
-def create_api(engine: Any, api_key: str | None = None) -> FastAPI:
+def create_api(engine: EngineView, api_key: str | None = None) -> FastAPI:
     """The API alone: /v1/models and /v1/chat/completions (and /v1/docs), behind the engine's `Door`."""
     app = FastAPI(title="rag-bot", docs_url=None, redoc_url=None, openapi_url=None)
 
@@ -162,7 +166,7 @@ def create_api(engine: Any, api_key: str | None = None) -> FastAPI:
     return mount_api(app, engine, api_key=api_key)
 
 
-def serve_api(settings: Any, port: int | None = None) -> None:
+def serve_api(settings: Settings, port: int | None = None) -> None:
     """Serve the API alone with uvicorn on RAG_BOT_HOST and the given port (default 8000)."""
     import sys
 

@@ -6,7 +6,7 @@ import argparse
 import json
 import logging
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rag_bot.errors import EmptyQuestionError, NoIndexError, QuestionError, StoreError
 from rag_bot.question import checked_question, clean_question
@@ -19,6 +19,11 @@ from rag_bot.surfaces.cli_common import (
     print_answer,
     print_sources,
 )
+
+if TYPE_CHECKING:
+    from rag_bot.engine import Engine
+    from rag_bot.types import Answer, Filters, Mode
+    from rag_bot.writing.references import Format
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +132,7 @@ def _batch_failure(exc: Exception) -> str:
     return f"unexpected error ({type(exc).__name__}); run with RAG_BOT_LOG_LEVEL=DEBUG for details"
 
 
-def _references(engine: Any, answer: Any, fmt: str) -> str:
+def _references(engine: Engine, answer: Answer, fmt: Format) -> str:
     """The answer's cited papers as BibTeX, RIS or CSL-JSON."""
     from rag_bot.writing.references import cited_papers, export
 
@@ -173,7 +178,8 @@ def _ended(tail: str) -> bool:
     return not tail.startswith("\x1b[") or match.end() > 2  # else only `ESC [` matched, as a two-character escape
 
 
-def _stream_answer(engine: Any, question: str, mode: str | None, out: TextIO, filters: Any = None) -> Any:
+def _stream_answer(engine: Engine, question: str, mode: Mode | None, out: TextIO,
+                   filters: Filters | None = None) -> Answer:
     """Print the answer's text as it is written, then its sources; returns the final `Answer`."""
     from rag_bot.types import Answer
 

@@ -7,17 +7,20 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from rag_bot.reading.files import clean_text
 
+if TYPE_CHECKING:
+    from rag_bot.types import Answer, Filters
 
-def print_answer(answer: Any, out: TextIO) -> None:
+
+def print_answer(answer: Answer, out: TextIO) -> None:
     out.write(clean_text(answer.answer) + "\n")  # a model's (or an import's) terminal escapes never reach the terminal
     print_sources(answer, out)
 
 
-def print_sources(answer: Any, out: TextIO) -> None:
+def print_sources(answer: Answer, out: TextIO) -> None:
     if answer.citations:
         out.write("\nSources:\n")
         for c in answer.citations:
@@ -50,7 +53,7 @@ class BadFlag(ValueError):
     """A flag's value cannot be used; `main` prints it as one line and exits with status 2."""
 
 
-def filters_from_args(args: argparse.Namespace) -> Any:
+def filters_from_args(args: argparse.Namespace) -> Filters | None:
     """The --venue/--year/--author/--source flags as `Filters` (None when none is given); `BadFlag` if bad."""
     from rag_bot.types import Filters
 

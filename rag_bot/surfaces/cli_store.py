@@ -8,7 +8,7 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rag_bot.errors import StoreError
 from rag_bot.settings import Settings
@@ -19,6 +19,12 @@ from rag_bot.surfaces.cli_common import (
     filters_from_args,
     unreadable,
 )
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
+
+    from rag_bot.engine import Engine
+    from rag_bot.reading.corpus import ReadResult
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +64,7 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     engine = Engine(settings)
     bar: Any = None
 
-    def on_read(result: Any) -> None:
+    def on_read(result: ReadResult) -> None:
         nonlocal bar
         for problem in result.problems:
             print(f"warning: {problem}", file=sys.stderr)
@@ -66,7 +72,7 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
             print(f"warning: {line}", file=sys.stderr)
         bar = tqdm(total=len(result.papers), unit="paper", desc="Indexing", disable=args.quiet, file=sys.stderr)
 
-    sentences: Any = None
+    sentences: tqdm | None = None
 
     def on_sentences(n: int) -> None:  # RAG_BOT_SENTENCE_VECTORS=ingest: the written papers' sentences
         nonlocal sentences
@@ -92,7 +98,7 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _replaced_by_name(engine: Any, paths: list[Path], max_chars: int) -> list[str]:
+def _replaced_by_name(engine: Engine, paths: list[Path], max_chars: int) -> list[str]:
     """One line per seed file whose papers replace stored papers of another file of the same name: a seed paper's
     id is `<file stem>#<n>`, so `a/papers.txt` ingested after `b/papers.txt` takes its papers' ids. Said when none
     of the stored papers of those ids holds the same text (a file edited in place replaces some, not all)."""
@@ -110,7 +116,7 @@ def _replaced_by_name(engine: Any, paths: list[Path], max_chars: int) -> list[st
     return lines
 
 
-def _prepare(engine: Any) -> None:
+def _prepare(engine: Engine) -> None:
     """Build the search index's lexical side after a write, so the next question does not wait for it."""
     if engine.index.count():
         started = time.perf_counter()
@@ -218,7 +224,7 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     from tqdm import tqdm
 
     engine = Engine(settings)
-    bars: list[Any] = []
+    bars: list[tqdm] = []
     if not args.quiet:  # a million papers' file takes minutes to check and hours to write: both are shown
         print(f"Checking {path} ...", file=sys.stderr, flush=True)
 

@@ -9,12 +9,15 @@ import time
 import uuid
 from collections.abc import Iterator
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING
 
 from fastapi.responses import JSONResponse
 
 from rag_bot.errors import EmptyQuestionError, NoIndexError, QuestionTooLongError, StoreError
 from rag_bot.types import Answer, Citation, Mode, Turn
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +66,7 @@ CREATED = int(time.time())
 
 
 # --- messages -> question and history ------------------------------------------------------------------------
-def message_text(content: Any) -> str:
+def message_text(content: object) -> str:
     """The text of a message's content: a string, or OpenAI's list of parts (text parts are kept)."""
     if content is None:
         return ""
@@ -95,7 +98,7 @@ def split_references(text: str) -> tuple[str, list[Citation]]:
     return text.strip(), []
 
 
-def conversation(messages: Any, mode: Mode | None) -> tuple[str, list[Turn]]:
+def conversation(messages: object, mode: Mode | None) -> tuple[str, list[Turn]]:
     """The question (the last user message) and the earlier turns (each user message with the assistant's reply)."""
     if not isinstance(messages, list) or not messages:
         raise APIError(400, "'messages' must be a non-empty list of messages", param="messages")
@@ -147,7 +150,7 @@ def extension(answer: Answer) -> dict[str, object]:
 
 
 @lru_cache(maxsize=1)
-def _word_pieces() -> Any:
+def _word_pieces() -> Tokenizer:
     """The shipped model's tokenizer, untruncated: what `usage` counts in."""
     from tokenizers import Tokenizer
 
@@ -166,7 +169,7 @@ def usage(prompt: str, content: str) -> dict[str, int]:
     return {"prompt_tokens": counts[0], "completion_tokens": counts[1], "total_tokens": sum(counts)}
 
 
-def prompt_text(messages: Any) -> str:
+def prompt_text(messages: object) -> str:
     """The text of a request's messages, as `usage` counts it."""
     parts = []
     for message in messages if isinstance(messages, list) else []:
@@ -201,7 +204,7 @@ def completion(answer: Answer, model: str, prompt: str = "") -> dict[str, object
 
 
 def _chunk(cid: str, created: int, model: str, delta: dict[str, object], finish: str | None = None,
-           **extra: Any) -> str:
+           **extra: object) -> str:
     chunk = {
         "id": cid, "object": "chat.completion.chunk", "created": created, "model": model, "system_fingerprint": None,
         "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],

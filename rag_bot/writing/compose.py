@@ -12,7 +12,7 @@ import logging
 import re
 from abc import abstractmethod
 from collections.abc import Generator, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llama_index.core.base.response.schema import StreamingResponse
 from llama_index.core.indices.prompt_helper import ChatPromptHelper, PromptHelper
@@ -29,6 +29,9 @@ from rag_bot.text import clean_markup
 from rag_bot.topics import topic_phrase
 from rag_bot.types import Answer, Filters, Mode, ScoredPaper
 from rag_bot.writing.citations import support_scores
+
+if TYPE_CHECKING:
+    from llama_index.core.schema import QueryType
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +95,8 @@ class PaperSynthesizer(BaseSynthesizer):
         """A follow-up rewritten into a standalone question, or None when the writer cannot (no model)."""
         return None
 
-    def synthesize(self, query: Any, nodes: list[NodeWithScore], additional_source_nodes: Any = None,
+    def synthesize(self, query: QueryType, nodes: list[NodeWithScore],
+                   additional_source_nodes: Sequence[NodeWithScore] | None = None,
                    **response_kwargs: Any) -> StreamingResponse:
         """The answer to a `PaperQuery` from its ranked, grounded nodes."""
         if not isinstance(query, PaperQuery):

@@ -10,9 +10,8 @@ import logging
 import math
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import gradio as gr
 from gradio.components import Component
@@ -353,7 +352,7 @@ class ChatPanel:
         else:
             gr.Warning("No answer to copy yet.")
 
-    def ask_api(self) -> Any:
+    def ask_api(self) -> Callable[..., dict[str, object]]:
         library = self.library
 
         def ask(question: str, mode: str = "Auto", papers: int = 0, venue: str = "", year: str = "",
