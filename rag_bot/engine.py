@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.query_engine import RetrieverQueryEngine
@@ -21,6 +21,7 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 from rag_bot.errors import NoIndexError, WriterUnavailable
 from rag_bot.grounding.calibration_file import model_for
 from rag_bot.grounding.decide import GroundingPostprocessor
+from rag_bot.interfaces import Writer
 from rag_bot.nodes import PaperQuery, scored_paper
 from rag_bot.question import checked_question, clean_question, detect_mode, is_follow_up
 from rag_bot.reading.corpus import ReadResult, scan_paths
@@ -38,11 +39,23 @@ if TYPE_CHECKING:
     from llama_index.core.llms import ChatMessage
 
     from rag_bot.grounding.judge import Generate
+    from rag_bot.retrieval.rerank import RerankPostprocessor
     from rag_bot.writing.llm import LLMComposer
 
 log = logging.getLogger(__name__)
 
 REWRITE_TURNS = 3  # earlier turns the model sees when it rewrites a follow-up
+
+
+class Stats(TypedDict):
+    """Size and location of the index (`Engine.stats`, `rag-bot stats --json`)."""
+
+    papers: int
+    chunks: int
+    store: str
+    embedding: str  # the model that made the vectors, whatever the settings
+    sources: dict[str, int]  # papers by source file
+    sentence_vectors: int  # papers no answer has to embed
 
 
 def default_writer(settings: Settings, sentences: SentenceIndex) -> PaperSynthesizer:
@@ -72,7 +85,7 @@ class Engine:
         index: PaperIndex | None = None,
         retriever: PaperRetriever | None = None,
         writer: PaperSynthesizer | None = None,
-        fallback: PaperSynthesizer | None = None,
+        fallback: Writer | None = None,
         sentences: SentenceIndex | None = None,
     ) -> None:
         self.settings = settings or Settings()
@@ -83,7 +96,7 @@ class Engine:
         self._sentences = sentences
         self._query_engine: RetrieverQueryEngine | None = None
         self._grounding: GroundingPostprocessor | None = None
-        self._reranker: Any = None
+        self._reranker: RerankPostprocessor | None = None
 
     # --- parts (built on first use: opening the store for stats needs no model) ----------------------------
     @property
@@ -108,7 +121,7 @@ class Engine:
         return self._writer
 
     @property
-    def fallback(self) -> PaperSynthesizer:
+    def fallback(self) -> Writer:
         """The writer that answers when the main one cannot (the offline writer)."""
         if self._fallback is None:
             self._fallback = self.writer if isinstance(self.writer, OfflineComposer) \
@@ -124,7 +137,7 @@ class Engine:
         return self._grounding
 
     @property
-    def reranker(self) -> Any:
+    def reranker(self) -> RerankPostprocessor | None:
         """The reranker stage (rag_bot/retrieval/rerank.py) when RAG_BOT_RERANK_URL sets one, else None."""
         if self._reranker is None and self.settings.rerank_url:
             from rag_bot.retrieval.rerank import RerankPostprocessor
@@ -366,7 +379,7 @@ class Engine:
             return question
         return f"{history[-1].question} {question}"
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> Stats:
         """Size and location of the index."""
         # From the lexical cache's columns when the collection is as it was saved (no record is read), else a pass
         # over every record.

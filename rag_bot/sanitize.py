@@ -23,8 +23,7 @@ from __future__ import annotations
 import html
 import re
 import string
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
 
 from rag_bot.text import mask_credentials
 
@@ -78,23 +77,23 @@ def plain_safe(text: str) -> str:
     return _whole(text, _render_plain)
 
 
-def safe_fields(entry: dict[str, Any]) -> dict[str, Any]:
+def safe_fields(entry: Mapping[str, object]) -> dict[str, object]:
     """A record of the JSON contract (a citation, a retrieved paper) for clients: its text fields (title, quote)
     `markdown_safe`, its url http(s) only, ids and scores as they are (a client sends an id back)."""
     return {k: markdown_safe(v) if k in ("title", "quote") and isinstance(v, str)
             else safe_url(v if isinstance(v, str) else None) if k == "url" else v for k, v in entry.items()}
 
 
-def safe_contract(data: dict[str, Any]) -> dict[str, Any]:
+def safe_contract(data: dict[str, object]) -> dict[str, object]:
     """The JSON contract of an answer (`Answer.to_json`) as served to clients: answer and notice `markdown_safe`,
     citations and retrieved papers through `safe_fields`."""
     out = dict(data)
     for key in ("answer", "notice"):
-        if isinstance(out.get(key), str):
-            out[key] = markdown_safe(out[key])
+        if isinstance(text := out.get(key), str):
+            out[key] = markdown_safe(text)
     for key in ("citations", "retrieved"):
-        if isinstance(out.get(key), list):
-            out[key] = [safe_fields(e) if isinstance(e, dict) else e for e in out[key]]
+        if isinstance(entries := out.get(key), list):
+            out[key] = [safe_fields(e) if isinstance(e, dict) else e for e in entries]
     return out
 
 

@@ -7,7 +7,6 @@ import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -54,7 +53,7 @@ def citation_integrity(answer: Answer) -> bool:
     return used == set(numbers) and sorted(numbers) == list(range(1, len(numbers) + 1))
 
 
-def evaluate(engine: Engine, questions: list[Question], filters: Filters | None = None) -> dict[str, Any]:
+def evaluate(engine: Engine, questions: list[Question], filters: Filters | None = None) -> dict[str, object]:
     """Metrics of the engine on a question set (every question limited to `filters`, if given)."""
     at_1: list[float] = []
     at_5: list[float] = []
@@ -66,7 +65,7 @@ def evaluate(engine: Engine, questions: list[Question], filters: Filters | None 
     facts: list[bool] = []
     integrity: list[bool] = []
     latencies: list[float] = []
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
     for q in questions:
         mode: Mode | None = q.mode if q.kind in ("summary", "compare") else None  # type: ignore[assignment]
         answer = engine.ask(q.question, mode=mode, filters=filters)
@@ -75,7 +74,7 @@ def evaluate(engine: Engine, questions: list[Question], filters: Filters | None 
         integrity.append(citation_integrity(answer))
         ranking = [str(r["doc_id"]) for r in answer.retrieved]
         cited = [c.doc_id for c in answer.citations]
-        row: dict[str, Any] = {"id": q.id, "kind": q.kind, "grounded": answer.grounded}
+        row: dict[str, object] = {"id": q.id, "kind": q.kind, "grounded": answer.grounded}
         if q.kind == "unanswerable":
             refusals_ok.append(not answer.grounded)
         else:
@@ -122,7 +121,7 @@ def evaluate(engine: Engine, questions: list[Question], filters: Filters | None 
     }
 
 
-def format_table(metrics: dict[str, Any]) -> str:
+def format_table(metrics: dict[str, object]) -> str:
     """The metrics as a Markdown table."""
     lines = ["| metric | value |", "|---|---|"]
     for key, value in metrics.items():

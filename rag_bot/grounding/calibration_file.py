@@ -14,7 +14,6 @@ import os
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from rag_bot.errors import StoreError
 from rag_bot.grounding import relevance
@@ -44,7 +43,7 @@ def needed(settings: Settings, model: RelevanceModel | None = None) -> bool:
     return bool(model.embedder) and identity(settings) != model.embedder
 
 
-def save(settings: Settings, calibration: Calibration, measured: Mapping[str, Any]) -> Path:
+def save(settings: Settings, calibration: Calibration, measured: Mapping[str, object]) -> Path:
     """Write the calibration atomically (a reader sees the old file or the new one, never half of one)."""
     path = calibration_path(settings)
     data = {"embedder": calibration.embedder, "paper": list(calibration.paper), "sentence": list(calibration.sentence),

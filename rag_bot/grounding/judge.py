@@ -20,10 +20,10 @@ import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
 
 from llama_index.core.llms import ChatMessage
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.prompts.mixin import PromptDictType
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from pydantic import ConfigDict
 
@@ -52,7 +52,7 @@ def parse_relevant(reply: str, count: int) -> list[int] | None:
     """The paper numbers (1..count, in reply order, without repeats) a judge's reply names as relevant; [] when it
     says none is; None when the reply is malformed (no `{"relevant": [...]}` object or `RELEVANT: 1, 3` line, an
     item that is not a whole number, or a number that is no candidate's)."""
-    items: list[Any] | None = None
+    items: list[object] | None = None
     for match in _JSON_OBJECT.finditer(reply):  # also inside a ```json fence or after a preamble
         try:
             obj = json.loads(match.group())
@@ -93,7 +93,7 @@ class RelevanceJudge(BaseNodePostprocessor):
     def class_name(cls) -> str:
         return "RelevanceJudge"
 
-    def _get_prompts(self) -> dict[str, Any]:
+    def _get_prompts(self) -> PromptDictType:
         return {"relevance": RELEVANCE_TEMPLATE}
 
     def eligible(self, node: NodeWithScore) -> bool:

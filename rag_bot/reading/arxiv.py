@@ -5,7 +5,6 @@ external entity). A paper's id is its arXiv id without version, from either sour
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 from xml.etree import ElementTree
 
 from rag_bot.reading import identity
@@ -18,12 +17,12 @@ _ATOM = "{http://www.w3.org/2005/Atom}"
 _ARXIV = "{http://arxiv.org/schemas/atom}"
 
 
-def is_arxiv_record(record: dict[str, Any]) -> bool:
+def is_arxiv_record(record: dict[str, object]) -> bool:
     """A record of arXiv's OAI snapshot."""
     return "categories" in record and any(k in record for k in ("update_date", "versions", "authors_parsed"))
 
 
-def _authors(record: dict[str, Any]) -> list[str]:
+def _authors(record: dict[str, object]) -> list[str]:
     parsed = record.get("authors_parsed")
     if isinstance(parsed, list) and parsed:
         return [" ".join(plain(x) for x in (p[1], p[0], *p[2:]) if plain(x))
@@ -32,7 +31,7 @@ def _authors(record: dict[str, Any]) -> list[str]:
     return [a.strip() for a in text.split(",") if a.strip()]
 
 
-def from_arxiv_record(record: dict[str, Any]) -> dict[str, object]:
+def from_arxiv_record(record: dict[str, object]) -> dict[str, object]:
     """An OAI snapshot record as a corpus record (year: the first version's, else the last update's)."""
     arxiv = identity.arxiv_id(record.get("id")) or plain(record.get("id"))
     versions = as_list(record.get("versions"))

@@ -11,10 +11,10 @@ import logging
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from rag_bot.reading.files import SNIFF_BYTES, ReadResult, _decode, _file_problem, _read_text, _suffix
+from rag_bot.reading.files import SNIFF_BYTES, ReadResult, decode_text, file_problem, file_suffix, read_corpus_text
 from rag_bot.reading.records import DEFAULT_MAX_ABSTRACT_CHARS, by_line
 from rag_bot.reading.seed import read_seed_file, seed_names
-from rag_bot.reading.tables import _iter_jsonl, read_csv_file, read_jsonl_file
+from rag_bot.reading.tables import iter_jsonl, read_csv_file, read_jsonl_file
 from rag_bot.types import Paper, Problem
 
 log = logging.getLogger(__name__)
@@ -27,16 +27,16 @@ def file_format(path: Path) -> str:
     """How a file is read: by what its start shows (rag_bot/readers `sniff`: BibTeX, RIS, an Atom feed, JSON or
     JSON lines, whatever the name), else by its extension ("seed", "csv", "jsonl", a reader's format, or
     "unknown"). A file that cannot be opened goes by its extension (its reader reports why)."""
-    suffix = _suffix(path)
+    suffix = file_suffix(path)
     if suffix == ".jsonl.gz":
         return "jsonl"
     from rag_bot.reading.formats import BY_SUFFIX, sniff
 
     try:
-        if _file_problem(path) is None:
+        if file_problem(path) is None:
             with path.open("rb") as handle:
                 head = handle.read(SNIFF_BYTES)
-            decoded = _decode(head)
+            decoded = decode_text(head)
             found = sniff(decoded[0]) if decoded else None
             if found:
                 return found
@@ -63,10 +63,10 @@ def read_file(
             from rag_bot.reading.formats import is_json, read_reference_file
 
             result = ReadResult()
-            text = _read_text(path, result)
+            text = read_corpus_text(path, result)
             if text is None:
                 return result
-            if fmt == "json" and _suffix(path) == ".txt" and not is_json(text):
+            if fmt == "json" and file_suffix(path) == ".txt" and not is_json(text):
                 # A seed file whose first abstract starts with "[1]" or "[Background]" looks like JSON to `sniff`.
                 return read_seed_file(path, max_chars, doc_prefix, source)
             got = read_reference_file(path, fmt, text, max_chars)
@@ -85,7 +85,7 @@ def _expand(path: Path) -> list[Path | Problem]:
         # Entries named like corpus files that are no regular file (FIFOs, devices, dangling links, links to
         # them) are reported by `read_file` and skipped; folders named `*.txt` are only walked into.
         files = sorted(
-            p for p in path.rglob("*") if not p.name.startswith(".") and _suffix(p) in SUFFIXES and not p.is_dir()
+            p for p in path.rglob("*") if not p.name.startswith(".") and file_suffix(p) in SUFFIXES and not p.is_dir()
         )
         return [*files] if files else [Problem(path=str(path), message="folder holds no corpus files")]
     if path.exists() or path.is_symlink():
@@ -126,7 +126,7 @@ def iter_file(
         yield from result.papers
         return
     try:
-        yield from _iter_jsonl(path, max_chars)
+        yield from iter_jsonl(path, max_chars)
     except OSError as exc:
         yield Problem(path=str(path), message=f"cannot read ({exc.strerror or exc})")
 
@@ -179,8 +179,8 @@ def _read(paths: Iterable[Path], max_chars: int, keep: bool) -> ReadResult:
             result.problems.append(item)
             continue
         path, prefix, source = item
-        known = _suffix(path) in SUFFIXES or file_format(path) != "unknown"
-        one = ReadResult(files=1 if known and _file_problem(path) is None else 0)  # a FIFO is no file read
+        known = file_suffix(path) in SUFFIXES or file_format(path) != "unknown"
+        one = ReadResult(files=1 if known and file_problem(path) is None else 0)  # a FIFO is no file read
         for got in iter_file(path, max_chars, prefix, source):
             if isinstance(got, Problem):
                 if got.message.startswith("cannot read ("):
@@ -206,7 +206,7 @@ def seed_files(paths: Iterable[Path], max_chars: int = DEFAULT_MAX_ABSTRACT_CHAR
     """The seed files the paths name, each with its papers: a seed paper's id comes from its file's name, so an
     ingest can tell which stored papers a file of the same name, read before, would see replaced."""
     for item in _plan(paths):
-        if isinstance(item, Problem) or _suffix(item[0]) != ".txt":
+        if isinstance(item, Problem) or file_suffix(item[0]) != ".txt":
             continue
         path, prefix, source = item
         papers = read_file(path, max_chars, prefix, source).papers  # a .txt may hold BibTeX or JSON: their own ids

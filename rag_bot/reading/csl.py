@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rag_bot.reading.fields import as_list, identifiers_with_note, note_id, person, plain, year
 from rag_bot.reading.fields import doi as fields_doi
 
 _FIELDS = ("issued", "container-title", "DOI", "URL", "citation-key")
 
 
-def is_csl(item: dict[str, Any]) -> bool:
+def is_csl(item: dict[str, object]) -> bool:
     """A CSL-JSON item: a `type` with CSL's fields, or authors as {family, given} objects."""
     authors = item.get("author")
     named = isinstance(authors, list) and bool(authors) and all(
@@ -18,7 +16,7 @@ def is_csl(item: dict[str, Any]) -> bool:
     return named or ("type" in item and any(k in item for k in _FIELDS))
 
 
-def _name(author: dict[str, Any]) -> str:
+def _name(author: dict[str, object]) -> str:
     if author.get("literal"):
         return plain(author["literal"])
     given, family = plain(author.get("given")), plain(author.get("family"))
@@ -26,7 +24,7 @@ def _name(author: dict[str, Any]) -> str:
     return " ".join(x for x in (given, *particles, family) if x)
 
 
-def from_csl(item: dict[str, Any]) -> dict[str, object]:
+def from_csl(item: dict[str, object]) -> dict[str, object]:
     """A CSL-JSON item as a corpus record."""
     authors = [_name(a) if isinstance(a, dict) else person(plain(a)) for a in as_list(item.get("author"))]
     issued = item.get("issued") or {}

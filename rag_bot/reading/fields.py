@@ -6,7 +6,6 @@ from __future__ import annotations
 import html
 import re
 from pathlib import Path
-from typing import Any
 
 from rag_bot.reading.files import CLEANED, ReadResult, clean_value
 from rag_bot.reading.records import DEFAULT_MAX_ABSTRACT_CHARS, add_record
@@ -19,7 +18,7 @@ _NOTE = re.compile(r"rag-bot doc_id (?P<id>[^;]+?)\s*(?:;|$)")
 _YEAR = re.compile(r"(?<!\d)(1[89]\d\d|2\d\d\d)(?!\d)")
 
 
-def plain(value: Any, markup: str = "") -> str:
+def plain(value: object, markup: str = "") -> str:
     """A field as one line of text. `markup="bibtex"`: BibTeX's protecting braces and escapes undone (LaTeX math and
     commands stay, cleaned when shown, as the seeds' are); `markup="html"`: entities decoded and tags dropped."""
     text = " ".join(str(value or "").split())
@@ -33,17 +32,17 @@ def plain(value: Any, markup: str = "") -> str:
     return text
 
 
-def as_dict(value: Any) -> dict[str, Any]:
+def as_dict(value: object) -> dict[str, object]:
     """A field that should hold an object: it, or {} when it holds anything else (a site's odd record)."""
     return value if isinstance(value, dict) else {}
 
 
-def as_list(value: Any) -> list[Any]:
+def as_list(value: object) -> list[object]:
     """A field that should hold a list: it, [] when empty or missing, or the one value it holds otherwise."""
     return value if isinstance(value, list) else [] if value in (None, "", {}) else [value]
 
 
-def doi(value: Any, markup: str = "") -> str:
+def doi(value: object, markup: str = "") -> str:
     """A field's DOI in its one spelling (lower case, no resolver), or ""."""
     from rag_bot.reading import identity
 
@@ -61,7 +60,7 @@ def person(name: str) -> str:
     return name
 
 
-def year(value: Any) -> str | None:
+def year(value: object) -> str | None:
     """The first plausible year in a date ("2024-05-01", "Mon, 2 Apr 2007 ...", [[2024, 5]]), as digits."""
     match = _YEAR.search(str(value or ""))
     return match.group(1) if match else None
@@ -70,18 +69,18 @@ def year(value: Any) -> str | None:
 _NOTED = re.compile(r";\s*(doi|arxiv|openreview|s2) ([^;\s]+)")
 
 
-def noted_identifiers(note: Any) -> dict[str, str]:
+def noted_identifiers(note: object) -> dict[str, str]:
     """The identifiers a rag-bot export wrote into a note after the doc_id ("...; arxiv 2101.00001")."""
     text = " ".join(str(note or "").split())
     return dict(_NOTED.findall(text)) if _NOTE.search(text) else {}
 
 
-def identifiers_with_note(note: Any, **given: str) -> dict[str, str]:
+def identifiers_with_note(note: object, **given: str) -> dict[str, str]:
     """The identifiers the fields give, and those a rag-bot export noted for the rest."""
     return {**noted_identifiers(note), **{kind: value for kind, value in given.items() if value}}
 
 
-def note_id(note: Any) -> str | None:
+def note_id(note: object) -> str | None:
     """The doc_id a rag-bot export wrote into a note ("rag-bot doc_id X; source Y"), so a round trip keeps ids."""
     match = _NOTE.search(" ".join(str(note or "").split()))
     return match.group("id").strip() if match else None

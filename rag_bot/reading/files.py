@@ -59,12 +59,12 @@ class ReadResult:
         self.files += other.files
 
 
-def _suffix(path: Path) -> str:
+def file_suffix(path: Path) -> str:
     name = path.name.lower()
     return ".jsonl.gz" if name.endswith(".jsonl.gz") else path.suffix.lower()
 
 
-def _lines(text: str, keepends: bool = False) -> list[str]:
+def split_lines(text: str, keepends: bool = False) -> list[str]:
     """Lines split at `\\n`, `\\r\\n` or `\\r` only (as an editor numbers them; `str.splitlines` would also split at
     form feeds, U+2028 and other characters that may sit inside a record)."""
     lines = LINE_BREAK.split(text)
@@ -80,7 +80,7 @@ def _size(n: int) -> str:
     return f"{n} bytes"
 
 
-def _file_problem(path: Path) -> str | None:
+def file_problem(path: Path) -> str | None:
     """Why `path` is not read at all: not a regular file (a FIFO would hang the read, a link to `/dev/zero` would
     fill the memory, a device or a folder is no corpus), or over `MAX_FILE_BYTES`."""
     try:
@@ -128,10 +128,10 @@ def _is_text(sample: bytes, codec: str) -> bool:
     return not text or len(NON_TEXT.findall(text)) <= MAX_NON_TEXT_SHARE * len(text)
 
 
-def _decode(data: bytes) -> tuple[str, str] | None:
+def decode_text(data: bytes) -> tuple[str, str] | None:
     """The text and the name of its encoding (by its byte-order mark, else UTF-8), or None for a binary file.
 
-    Undecodable bytes become lone surrogates (U+DC00 + byte), reported and replaced per line by `_read_text`."""
+    Undecodable bytes become lone surrogates (U+DC00 + byte), reported and replaced per line by `read_corpus_text`."""
     sniffed = _sniff(data)
     if sniffed is None:
         return None
@@ -190,18 +190,18 @@ def _bounded_lines(text: io.TextIOBase, limit: int) -> Iterator[str | None]:
         yield None
 
 
-def _stream_lines(path: Path) -> Iterator[tuple[int, str] | Problem]:
+def stream_lines(path: Path) -> Iterator[tuple[int, str] | Problem]:
     """The lines of a text file (plain or gzipped) as (line number, line) without their line ending, decoded as a
-    stream (lines split at `\n`, `\r\n` or `\r` only, like `_lines`), with the file's problems: a line holding
+    stream (lines split at `\n`, `\r\n` or `\r` only, like `split_lines`), with the file's problems: a line holding
     bytes that are not text is reported and read with U+FFFD in their place, and a line over `limits.LINE_CHARS`
     (longer than any record within the field limits) is reported and skipped as it streams."""
-    problem = _file_problem(path)
-    if problem is None and _suffix(path) == ".jsonl.gz":
+    problem = file_problem(path)
+    if problem is None and file_suffix(path) == ".jsonl.gz":
         problem = _check_gzip(path)
     if problem:
         yield Problem(path=str(path), message=problem)
         return
-    with (gzip.open(path, "rb") if _suffix(path) == ".jsonl.gz" else path.open("rb")) as raw:
+    with (gzip.open(path, "rb") if file_suffix(path) == ".jsonl.gz" else path.open("rb")) as raw:
         head = raw.read(SNIFF_BYTES)
         sniffed = _sniff(head)
         if sniffed is None:
@@ -222,12 +222,12 @@ def _stream_lines(path: Path) -> Iterator[tuple[int, str] | Problem]:
             yield lineno, line
 
 
-def _read_text(path: Path, result: ReadResult) -> str | None:
-    problem = _file_problem(path)
+def read_corpus_text(path: Path, result: ReadResult) -> str | None:
+    problem = file_problem(path)
     if problem:
         result.problems.append(Problem(path=str(path), message=problem))
         return None
-    if _suffix(path) == ".jsonl.gz":
+    if file_suffix(path) == ".jsonl.gz":
         problem = _check_gzip(path)  # its unpacked size, streamed: nothing held until it is known to fit
         if problem:
             result.problems.append(Problem(path=str(path), message=problem))
@@ -236,7 +236,7 @@ def _read_text(path: Path, result: ReadResult) -> str | None:
             data = packed.read()
     else:
         data = path.read_bytes()
-    decoded = _decode(data)
+    decoded = decode_text(data)
     if decoded is None:
         result.problems.append(Problem(path=str(path), message=NOT_TEXT))
         return None
@@ -244,7 +244,7 @@ def _read_text(path: Path, result: ReadResult) -> str | None:
     if not SURROGATES.search(text):
         return text
     # Bad bytes: each line holding some is reported, and read with U+FFFD in their place.
-    for lineno, line in enumerate(_lines(text), start=1):
+    for lineno, line in enumerate(split_lines(text), start=1):
         if SURROGATES.search(line):
             result.problems.append(
                 Problem(path=str(path), line=lineno, message=f"not {encoding} text (invalid bytes shown as \ufffd)")
@@ -259,14 +259,14 @@ def clean_text(value: str) -> str:
     return CONTROL.sub("", ANSI_ESCAPE.sub("", SURROGATES.sub("\ufffd", value)))
 
 
-def _replace_surrogates(value: object) -> object:
+def replace_surrogates(value: object) -> object:
     """A JSON value with lone surrogates (from `\\ud800`-style escapes) replaced by U+FFFD."""
     if isinstance(value, str):
         return SURROGATES.sub("\ufffd", value)
     if isinstance(value, list):
-        return [_replace_surrogates(v) for v in value]
+        return [replace_surrogates(v) for v in value]
     if isinstance(value, dict):
-        return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
+        return {replace_surrogates(k): replace_surrogates(v) for k, v in value.items()}
     return value
 
 

@@ -75,7 +75,7 @@ def is_json(text: str) -> bool:
     return True
 
 
-def from_known_shape(record: dict[str, Any]) -> dict[str, Any]:
+def from_known_shape(record: dict[str, object]) -> dict[str, object]:
     """A record of a known site's shape (arXiv, OpenReview, Semantic Scholar, CSL-JSON) as a corpus record; any
     other record (rag-bot's own JSONL fields) as it is."""
     for test, convert in _SHAPES:

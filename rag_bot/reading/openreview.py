@@ -8,19 +8,19 @@ from typing import Any
 from rag_bot.reading.fields import plain, year
 
 
-def is_openreview_note(record: dict[str, Any]) -> bool:
+def is_openreview_note(record: dict[str, object]) -> bool:
     """A note: a `content` object with a title, and a forum or an invitation."""
     content = record.get("content")
     return isinstance(content, dict) and "title" in content and any(
         k in record for k in ("forum", "invitation", "invitations", "replyto"))
 
 
-def _value(content: dict[str, Any], key: str) -> Any:
+def _value(content: dict[str, object], key: str) -> object:
     value = content.get(key)
     return value.get("value") if isinstance(value, dict) else value
 
 
-def _stamp_year(stamp: Any) -> str | None:
+def _stamp_year(stamp: object) -> str | None:
     """The year of a date in milliseconds since 1970, as digits; a date no calendar holds (1e30, NaN) is given back
     as text, which the record checks report as not a year (the paper is kept without one)."""
     if not isinstance(stamp, (int, float)):

@@ -34,7 +34,7 @@ def _cut(text: str, limit: int) -> str:
     return text[:space].rstrip() if space >= limit // 2 else text[:limit]
 
 
-def _cut_abstract(text: str, max_chars: int, path: Path, lineno: int, result: ReadResult) -> str:
+def cut_abstract(text: str, max_chars: int, path: Path, lineno: int, result: ReadResult) -> str:
     """An abstract over `max_chars` characters (at most `limits.ABSTRACT_CHARS`, whatever the setting) cut (`_cut`),
     and reported: a huge record never blocks the ingest."""
     max_chars = min(max_chars, limits.ABSTRACT_CHARS)
@@ -131,7 +131,7 @@ def add_record(
     one = ReadResult()  # what is reported of a paper kept (cut fields, a year that is none)
     paper = make_paper(
         doc_id,
-        _cut_abstract(abstract, max_chars, path, lineno, one),
+        cut_abstract(abstract, max_chars, path, lineno, one),
         path.name,
         title=_cut_title(title, path, lineno, one),
         venue=str(record["venue"]) if record.get("venue") else None,

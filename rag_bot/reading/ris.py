@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rag_bot.reading.fields import add_entry, identifiers_with_note, note_id, person, plain, year
 from rag_bot.reading.fields import doi as fields_doi
-from rag_bot.reading.files import ReadResult, _lines
+from rag_bot.reading.files import ReadResult, split_lines
 from rag_bot.reading.records import DEFAULT_MAX_ABSTRACT_CHARS
 from rag_bot.types import Problem
 
@@ -25,7 +25,7 @@ def _closed(path: Path, text: str, result: ReadResult) -> str:
     out: list[str] = []
     opened = 0  # line of the open record's TY (0: none open)
     records = 0
-    for lineno, line in enumerate(_lines(text), start=1):
+    for lineno, line in enumerate(split_lines(text), start=1):
         tag = match.group(1) if (match := _TAG.match(line)) else None
         if tag == "TY":
             if opened:

@@ -9,8 +9,17 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from rag_bot.reading.files import CLEANED, SURROGATES, ReadResult, _lines, _read_text, _suffix, clean_text, word_count
-from rag_bot.reading.records import DEFAULT_MAX_ABSTRACT_CHARS, _cut_abstract, by_line, make_paper
+from rag_bot.reading.files import (
+    CLEANED,
+    SURROGATES,
+    ReadResult,
+    clean_text,
+    file_suffix,
+    read_corpus_text,
+    split_lines,
+    word_count,
+)
+from rag_bot.reading.records import DEFAULT_MAX_ABSTRACT_CHARS, by_line, cut_abstract, make_paper
 from rag_bot.types import Problem
 
 SEED_HEADER = "ICML 2026 Papers"
@@ -27,7 +36,7 @@ COLLECTION_NAME = re.compile(r"\b((19|20)\d\d|papers|abstracts|proceedings|accep
 
 def _clean_lines(text: str, path: Path, result: ReadResult) -> list[str]:
     """The lines of a text file, cleaned by `clean_text`; each line that held something to remove is reported once."""
-    lines = _lines(text)
+    lines = split_lines(text)
     for n, line in enumerate(lines):
         cleaned = clean_text(line)
         if cleaned != line and SURROGATES.sub("\ufffd", line) != cleaned:
@@ -60,7 +69,7 @@ def read_seed_file(
     """A seed file: the header line `ICML 2026 Papers`, then abstracts separated by blank lines; its papers are
     `<doc_prefix>#<n>` (by default the file's stem; see `seed_names`) from `source` (by default its name)."""
     result = ReadResult(files=1)
-    text = _read_text(path, result)
+    text = read_corpus_text(path, result)
     if text is None:
         return result
     lines = _clean_lines(text, path, result)
@@ -101,7 +110,7 @@ def read_seed_file(
                 Problem(path=str(path), line=lineno, message=f"abstract {n} has only {words} words; skipped")
             )
             continue
-        abstract = _cut_abstract(abstract, max_chars, path, lineno, result)
+        abstract = cut_abstract(abstract, max_chars, path, lineno, result)
         venue, year = venue_and_year(lines[0].strip() if start else "")
         result.papers.append(make_paper(f"{doc_prefix or path.stem}#{n}", abstract, source or path.name,
                                         venue=venue, year=year))
@@ -133,7 +142,7 @@ def seed_names(files: Iterable[Path]) -> dict[Path, tuple[str, str]]:
     or rename one)."""
     groups: dict[str, list[Path]] = {}
     for file in files:
-        if _suffix(file) == ".txt":
+        if file_suffix(file) == ".txt":
             groups.setdefault(file.stem, []).append(file)
     names: dict[Path, tuple[str, str]] = {}
     for stem, group in groups.items():

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rag_bot.reading.fields import as_dict, as_list, plain, year
 from rag_bot.reading.fields import doi as fields_doi
 
 
-def is_s2_paper(record: dict[str, Any]) -> bool:
+def is_s2_paper(record: dict[str, object]) -> bool:
     """A Graph API paper: a `paperId`, or `externalIds` beside a title."""
     return "paperId" in record or ("externalIds" in record and "title" in record)
 
 
-def from_s2_paper(paper: dict[str, Any]) -> dict[str, object]:
+def from_s2_paper(paper: dict[str, object]) -> dict[str, object]:
     """A Graph API paper as a corpus record (its DOI, arXiv id and Semantic Scholar id kept)."""
     external = as_dict(paper.get("externalIds"))
     venue = paper.get("venue") or as_dict(paper.get("publicationVenue")).get("name")

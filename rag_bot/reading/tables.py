@@ -13,12 +13,12 @@ from rag_bot.reading.files import (
     CLEANED,
     SURROGATES,
     ReadResult,
-    _lines,
-    _read_text,
-    _replace_surrogates,
-    _stream_lines,
     clean_text,
     clean_value,
+    read_corpus_text,
+    replace_surrogates,
+    split_lines,
+    stream_lines,
 )
 from rag_bot.reading.records import DEFAULT_MAX_ABSTRACT_CHARS, add_record, by_line
 from rag_bot.types import Paper, Problem
@@ -29,7 +29,7 @@ CSV_COLUMNS = ("id", "title", "abstract")
 def read_jsonl_file(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> ReadResult:
     """JSON Lines (optionally gzipped) records with `id`, `title`, `abstract` and optional metadata."""
     result = ReadResult(files=1)
-    for item in _iter_jsonl(path, max_chars):
+    for item in iter_jsonl(path, max_chars):
         if isinstance(item, Problem):
             result.problems.append(item)
         else:
@@ -37,11 +37,11 @@ def read_jsonl_file(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> 
     return by_line(result)
 
 
-def _iter_jsonl(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> Iterator[Paper | Problem]:
+def iter_jsonl(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> Iterator[Paper | Problem]:
     """The papers and problems of a JSON Lines file, record by record (the file is read as a stream)."""
     seen: set[str] = set()
     records = 0
-    for item in _stream_lines(path):
+    for item in stream_lines(path):
         if isinstance(item, Problem):
             yield item
             if item.line is None:
@@ -66,13 +66,13 @@ def _iter_jsonl(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> Iter
             yield Problem(path=str(path), line=lineno, message="not a JSON object")
             continue
         one = ReadResult()
-        if _replace_surrogates(record) != record:
+        if replace_surrogates(record) != record:
             one.problems.append(Problem(
                 path=str(path), line=lineno, message="invalid character (lone surrogate escape) shown as \ufffd"
             ))
         shaped = from_known_shape(record)
         cleaned = cast("dict[str, object]", clean_value(shaped))
-        if cleaned != _replace_surrogates(shaped):
+        if cleaned != replace_surrogates(shaped):
             one.problems.append(Problem(path=str(path), line=lineno, message=CLEANED))
         add_record(cleaned, path, lineno, seen, one, max_chars)
         yield from one.problems
@@ -89,11 +89,11 @@ def read_csv_file(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> Re
     `file:line: unterminated quote` at the record's first line, and reading resumes on the next line, so the rows
     after it are kept instead of being swallowed into one field."""
     result = ReadResult(files=1)
-    text = _read_text(path, result)
+    text = read_corpus_text(path, result)
     if text is None:
         return result
     csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))  # a huge field is cut below, not refused
-    lines = _lines(text, keepends=True)
+    lines = split_lines(text, keepends=True)
     header_reader = csv.reader(lines[:1], strict=True)
     try:
         header = [name.strip().lower() for name in next(header_reader, [])]

@@ -19,6 +19,7 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from pydantic import PrivateAttr
 
+from rag_bot.interfaces import Reranker
 from rag_bot.nodes import scored_paper
 from rag_bot.settings import Settings
 from rag_bot.text import clean_markup, mask_credentials
@@ -54,13 +55,13 @@ def rerank_scores(settings: Settings, query: str, documents: list[str]) -> list[
     if reply.status_code != 200:
         raise RerankError(f"the reranker at {shown} answered HTTP {reply.status_code}")
     try:
-        body: Any = reply.json()
+        body: object = reply.json()
     except (ValueError, RecursionError):  # an HTML page, or JSON nested past the parser's depth
         raise RerankError(f"the reranker at {shown} answered with no JSON (an HTML page?)") from None
     return _scores(body, len(documents), f"the reranker at {shown}")
 
 
-def _scores(body: Any, count: int, where: str) -> list[float]:
+def _scores(body: object, count: int, where: str) -> list[float]:
     """The scores of a reply's rows (`index` and `relevance_score` or `score` each) in the documents' order, or the
     one line saying what is wrong with them."""
     rows = body.get("results") if isinstance(body, dict) else body
@@ -80,7 +81,7 @@ def _scores(body: Any, count: int, where: str) -> list[float]:
     return [scores[i] for i in range(count)]
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:40] + "…"
 
@@ -88,12 +89,15 @@ def _shown(value: Any) -> str:
 class RerankPostprocessor(BaseNodePostprocessor):
     """The llama-index postprocessor that puts the retrieved papers in the reranker's order."""
 
-    _settings: Any = PrivateAttr()
+    _settings: Settings = PrivateAttr()
+    _reranker: Reranker = PrivateAttr()
     _warned: bool = PrivateAttr(default=False)
 
-    def __init__(self, settings: Settings, **kwargs: Any) -> None:
+    def __init__(self, settings: Settings, reranker: Reranker | None = None, **kwargs: Any) -> None:
+        """`reranker` scores the candidates; by default the server at RAG_BOT_RERANK_URL (`rerank_scores`)."""
         super().__init__(**kwargs)
         self._settings = settings
+        self._reranker = reranker or (lambda query, documents: rerank_scores(settings, query, documents))
 
     @classmethod
     def class_name(cls) -> str:
@@ -113,7 +117,7 @@ class RerankPostprocessor(BaseNodePostprocessor):
             paper = scored_paper(node).paper
             texts.append(f"{clean_markup(paper.title)}. {clean_markup(paper.text)}"[:DOCUMENT_CHARS])
         try:
-            scores = rerank_scores(self._settings, query_bundle.query_str, texts)
+            scores = self._reranker(query_bundle.query_str, texts)
         except Exception as exc:  # the promise is that no question is lost to a reranker, whatever it answers
             if not self._warned:
                 why = exc if isinstance(exc, RerankError) else f"the reranker at " \

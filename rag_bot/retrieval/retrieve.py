@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from llama_index.core.retrievers import BaseRetriever
@@ -29,6 +29,9 @@ from rag_bot.store.index import PaperIndex
 from rag_bot.text import normalize_name
 from rag_bot.topics import spellings, topic_query
 from rag_bot.types import Filters, Paper, ScoredPaper
+
+if TYPE_CHECKING:
+    from rag_bot.store.chroma import GuardedCollection
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +126,7 @@ class Snapshot:
 
 
 def _nearest(
-    collection: Any, embedding: Any, k: int, size: int, key: str | None, allowed: Allowed | None, papers: int,
+    collection: GuardedCollection, embedding: Sequence[float], k: int, size: int, key: str | None, allowed: Allowed | None, papers: int,
 ) -> list[tuple[str, float]]:
     """(doc_id, distance) of a collection's `k` nearest records, only of `allowed` papers when given: by asking
     for more neighbours than `k` and keeping the allowed ones (more again until `k` are found or the collection is

@@ -10,11 +10,12 @@ import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from llama_index.core.node_parser import SentenceSplitter
 
 from rag_bot.errors import StoreError
+from rag_bot.interfaces import Embedder
 from rag_bot.settings import Settings
 from rag_bot.store.caches import process_running
 from rag_bot.store.chroma import (
@@ -25,9 +26,12 @@ from rag_bot.store.chroma import (
     store_error,
 )
 from rag_bot.store.embedders import EMBEDDER_URL, RecordedModel, embedder_name, make_embedder, served_record
-from rag_bot.store.embedding import DIMENSIONS, MODEL_NAME, MiniLMEmbedding
+from rag_bot.store.embedding import DIMENSIONS, MODEL_NAME
 from rag_bot.store.local_embedding import folder_mismatch, weights_digest
 from rag_bot.store.segments import SavedVectors, damage, segment_folders
+
+if TYPE_CHECKING:
+    from chromadb.api.types import GetResult
 
 log = logging.getLogger(__name__)
 
@@ -67,13 +71,23 @@ def remove_stale_backups(settings: Settings) -> list[Path]:
     return gone
 
 
-_READ_BATCH = 2000
+READ_BATCH = 2000
+
+
+class StoreState(TypedDict):
+    """What identifies a collection's content (`PaperIndex.state`), the key of every cache derived from it."""
+
+    papers_id: str
+    chunks_id: str
+    papers: int
+    chunks: int
+    generation: str | int | float | bool | None  # of the last ingest that wrote (a Chroma metadata value)
 
 
 class ChromaStore:
     """Two Chroma collections, `<name>_papers` and `<name>_chunks`, guarded so their faults are one line."""
 
-    def __init__(self, settings: Settings, embedder: MiniLMEmbedding | None = None) -> None:
+    def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
         self.settings = settings
         self._embedder = embedder
         self.write_failed = False
@@ -129,7 +143,7 @@ class ChromaStore:
         return self._splitter
 
     @property
-    def embedder(self) -> MiniLMEmbedding:
+    def embedder(self) -> Embedder:
         """The embedding model, loaded on first use (opening the store for stats needs none)."""
         if self._embedder is None:
             self.check_embedder()
@@ -148,7 +162,7 @@ class ChromaStore:
         """The size of the vectors the chosen model makes (the shipped model's without loading it)."""
         return DIMENSIONS if embedder_name(self.settings) == MODEL_NAME else int(self.embedder.dimensions)
 
-    def model_record(self) -> dict[str, Any]:
+    def model_record(self) -> dict[str, object]:
         """The collection's metadata: the model its vectors were made by (a store from before the record holds
         the shipped model's), and for a model folder its path and weights (absent in a store from before those)."""
         try:
@@ -192,7 +206,7 @@ class ChromaStore:
         if problem:
             raise StoreError(problem)
 
-    def _folder_record(self) -> dict[str, Any]:
+    def _folder_record(self) -> dict[str, object]:
         """The model folder's path and weights, for the metadata a write records (none for a served or the
         shipped model)."""
         if not self.settings.embed_path:
@@ -211,7 +225,7 @@ class ChromaStore:
         """Chunks in the index."""
         return int(self.chunks.count())
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> StoreState:
         """What identifies the collection's content, cheaply (no record is read): both collections' ids and
         counts and the generation of the last ingest that wrote. Keys the derived caches (rag_bot/store/caches.py)."""
         try:
@@ -239,7 +253,7 @@ class ChromaStore:
         self.check_embedder()
         if writing:
             self.begin_write()
-        meta: dict[str, Any] = {GENERATION: generation, EMBEDDER: embedder_name(self.settings), **self._folder_record(),
+        meta: dict[str, object] = {GENERATION: generation, EMBEDDER: embedder_name(self.settings), **self._folder_record(),
                                 **served_record(self.settings)}
         if totals:
             meta |= dict(zip(TOTALS, (self.count(), self.chunk_count())))
@@ -329,10 +343,10 @@ class ChromaStore:
                 held = False
             yield held
 
-    def _iter_records(self, include: list[str]) -> Iterator[dict[str, Any]]:
+    def _iter_records(self, include: list[str]) -> Iterator[GetResult]:
         total = self.count()
-        for offset in range(0, total, _READ_BATCH):
-            yield self.papers.get(include=include, limit=_READ_BATCH, offset=offset)  # type: ignore[arg-type]
+        for offset in range(0, total, READ_BATCH):
+            yield self.papers.get(include=include, limit=READ_BATCH, offset=offset)  # type: ignore[arg-type]
 
     def _after_open(self) -> None:
         """What a store does once its collections answer (PaperReads: drop orphan chunks)."""

@@ -29,7 +29,11 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from rag_bot.settings import Settings
+    from rag_bot.store.chroma import GuardedCollection
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +41,17 @@ DONE = "done"  # written last into a saved folder: caches saved before the renam
 _TEMP = re.compile(r"\.tmp-(\d+)-")  # a temporary folder's name holds its writer's process id
 
 
-def cache_root(index: Any, kind: str) -> Path:
+class CacheOwner(Protocol):
+    """What a cache needs of a `PaperIndex` (not imported: store/index.py imports this module)."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def papers(self) -> GuardedCollection: ...
+
+
+def cache_root(index: CacheOwner, kind: str) -> Path:
     """The folder of a collection's caches of one kind (`lexicon`, `map`, `sentences`), given its `PaperIndex`
     (not imported: store/index.py imports this module): beside the store, or for a Chroma server in the user's
     cache folder, named by the collection's own id (a server reached at another address, or restarted on another
@@ -57,16 +71,16 @@ class DerivedCache:
     kind: str
     format: int
 
-    def root(self, index: Any) -> Path:
+    def root(self, index: CacheOwner) -> Path:
         """The folder of this kind's caches of a `PaperIndex`'s collection."""
         return cache_root(index, self.kind)
 
-    def key(self, source: Mapping[str, Any]) -> str:
+    def key(self, source: Mapping[str, object]) -> str:
         """The key of a cache derived from `source` (the collection's state, JSON data) in this format."""
         payload = json.dumps(dict(source) | {"format": self.format}, sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:20]
 
-    def folder(self, index: Any, source: Mapping[str, Any]) -> Path:
+    def folder(self, index: CacheOwner, source: Mapping[str, object]) -> Path:
         """Where the cache derived from `source` is saved."""
         return self.root(index) / self.key(source)
 

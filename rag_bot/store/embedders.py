@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Any
 
+from rag_bot.interfaces import Embedder
+from rag_bot.settings import Settings
 from rag_bot.store.embedding import MODEL_NAME, MiniLMEmbedding
 from rag_bot.store.local_embedding import FolderEmbedding, local_name
 from rag_bot.store.remote_embedding import RemoteEmbedding, remote_name
@@ -19,7 +20,7 @@ from rag_bot.text import mask_credentials
 EMBEDDER_URL = "rag_bot_embedder_url"
 
 
-def served_record(settings: Any) -> dict[str, str]:
+def served_record(settings: Settings) -> dict[str, str]:
     """The embeddings server's URL, credentials masked, for the metadata a write records (none for a model run here)."""
     return {EMBEDDER_URL: mask_credentials(str(settings.embed_url))} if settings.embed_url else {}
 
@@ -60,7 +61,7 @@ class RecordedModel:
         return "unset RAG_BOT_EMBED_URL and RAG_BOT_EMBED_PATH (the shipped model)"
 
 
-def embedder_name(settings: Any) -> str:
+def embedder_name(settings: Settings) -> str:
     """The name of the model the settings choose (recorded in a store's fingerprints), without loading it."""
     if settings.embed_path:
         return local_name(settings.embed_path)
@@ -69,7 +70,7 @@ def embedder_name(settings: Any) -> str:
     return MODEL_NAME
 
 
-def make_embedder(settings: Any, stored_dimensions: int | None = None) -> Any:
+def make_embedder(settings: Settings, stored_dimensions: int | None = None) -> Embedder:
     """The embedding model the settings choose: a model folder (RAG_BOT_EMBED_PATH), an OpenAI-compatible server
     (RAG_BOT_EMBED_URL; `stored_dimensions`, the size of the store's vectors, is what its replies must have), else
     the shipped MiniLM."""

@@ -28,7 +28,7 @@ from rag_bot.errors import StoreError
 from rag_bot.store.base import backup_folder, remove_stale_backups
 from rag_bot.store.chroma import store_label
 from rag_bot.store.index import PaperIndex
-from rag_bot.store.portable_check import FORMAT, KINDS, VERSION, Plan, _lines, check_file, cleaned
+from rag_bot.store.portable_check import FORMAT, KINDS, VERSION, Plan, check_file, cleaned, numbered_lines
 from rag_bot.store.records import chunk_metadata, portable_paper, stored_paper
 from rag_bot.text import one_line
 
@@ -169,7 +169,7 @@ def _file_records(path: Path, plan: Plan, kind: str) -> Iterator[dict[str, Any]]
     """The file's records of one kind, read again (a checked file: one that changed since is refused). A line
     that starts as the other kind's lines of an export do is skipped undecoded (the other kind's pass reads it)."""
     other = f'{{"kind": "{KINDS[1 - KINDS.index(kind)]}"'
-    for _, line in _lines(path):
+    for _, line in numbered_lines(path):
         if line.startswith(other):
             continue
         record = json.loads(line)

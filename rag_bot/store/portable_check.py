@@ -42,7 +42,7 @@ class Plan:
     chunks: set[str] = field(default_factory=set)
 
 
-def _lines(path: Path) -> Generator[tuple[int, str], None, None]:
+def numbered_lines(path: Path) -> Generator[tuple[int, str], None, None]:
     """The file's lines, numbered from 1; a ValueError when it is not gzip, or is truncated or damaged."""
     try:
         handle = gzip.open(path, "rt", encoding="utf-8")
@@ -76,7 +76,7 @@ def _lines(path: Path) -> Generator[tuple[int, str], None, None]:
 def check_file(path: Path, index_version: str) -> Plan:
     """Check the whole file, streaming, before anything is written; a ValueError "file:line: what is wrong" for the
     first problem (the import writes nothing then)."""
-    lines = _lines(path)
+    lines = numbered_lines(path)
     try:
         return _check(lines, index_version)
     except _Bad as bad:
@@ -108,7 +108,7 @@ def _manifest(line: str, index_version: str) -> dict[str, Any]:
     return manifest
 
 
-def _vector_problem(embedding: Any, size: list[int]) -> str | None:
+def _vector_problem(embedding: object, size: list[int]) -> str | None:
     """What is wrong with a record's vector; `size` holds the model's vector size (the shipped model's, or the
     first record's for a served model) and is filled by the first record when empty."""
     if not isinstance(embedding, list):

@@ -7,15 +7,18 @@ import json
 import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from rag_bot.errors import StoreError
 from rag_bot.reading import identity
-from rag_bot.store.base import _READ_BATCH, EMBEDDER, EMBEDDER_FOLDER, EMBEDDER_WEIGHTS, TOTALS, ChromaStore
+from rag_bot.store.base import EMBEDDER, EMBEDDER_FOLDER, EMBEDDER_WEIGHTS, READ_BATCH, TOTALS, ChromaStore
 from rag_bot.store.records import chunk_id_parts, joined, paper_from_record
 from rag_bot.types import Paper
+
+if TYPE_CHECKING:
+    from chromadb.api.types import GetResult
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +52,7 @@ class Health:
 SENTENCES_SUFFIX = "_sentences"
 
 
-def _readable_papers(got: dict[str, Any]) -> list[Paper]:
+def _readable_papers(got: GetResult) -> list[Paper]:
     """The papers of one Chroma answer (ids, documents, metadatas); a malformed record is skipped with a warning:
     one must not stop every question."""
     papers: list[Paper] = []
@@ -69,8 +72,8 @@ class PaperReads(ChromaStore):
         another paper are added to `misnamed`."""
         out: dict[str, int] = {}
         total = self.chunk_count()
-        for offset in range(0, total, _READ_BATCH):
-            got = self.chunks.get(include=["metadatas"], limit=_READ_BATCH, offset=offset)
+        for offset in range(0, total, READ_BATCH):
+            got = self.chunks.get(include=["metadatas"], limit=READ_BATCH, offset=offset)
             for chunk_id, meta in zip(got["ids"], got["metadatas"] or []):
                 doc_id = str((meta or {}).get("doc_id", ""))
                 out[doc_id] = out.get(doc_id, 0) + 1

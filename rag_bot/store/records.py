@@ -15,6 +15,7 @@ to None (deleting a longer earlier value's count); pieces beyond the count are n
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -56,7 +57,7 @@ def spread(meta: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def joined(meta: dict[str, Any]) -> dict[str, Any]:
+def joined(meta: Mapping[str, Any]) -> dict[str, Any]:
     """Metadata as it was given to `spread` (every string whole); metadata without pieces is returned as it is."""
     out: dict[str, Any] = {}
     for key, value in meta.items():

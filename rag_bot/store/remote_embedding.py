@@ -47,8 +47,8 @@ class RemoteEmbedding(ArrayEmbedding):
     """Unit vectors of texts from an OpenAI-compatible embeddings endpoint."""
 
     max_tokens: int = 256
-    _settings: Any = PrivateAttr()
-    _client: Any = PrivateAttr()
+    _settings: Settings = PrivateAttr()
+    _client: Any = PrivateAttr()  # an openai.OpenAI client
     _dimensions: int | None = PrivateAttr(default=None)
     _stored: int | None = PrivateAttr(default=None)
     _pace: float | None = PrivateAttr(default=None)  # seconds per character of the last request, once measured
@@ -152,7 +152,7 @@ class RemoteEmbedding(ArrayEmbedding):
         return self.embed([query], prefix=self._settings.embed_query_prefix)[0]
 
 
-def _vectors(reply: Any, count: int, where: str) -> np.ndarray:
+def _vectors(reply: object, count: int, where: str) -> np.ndarray:
     """The reply's unit vectors as a (count, size) float32 array in the texts' order, or one line saying what is
     wrong with it (an HTML page, a list of another length, a vector that is nested, empty, NaN or all zeros)."""
     data = getattr(reply, "data", None)
@@ -167,7 +167,7 @@ def _vectors(reply: Any, count: int, where: str) -> np.ndarray:
         raise EmbeddingUnavailable(f"{where} returned vectors whose `index` fields are not 0 to {count - 1} "
                                    f"(got {one_line(indexes, 60)})")
     given = [getattr(d, "embedding", None) for d in sorted(data, key=lambda d: d.index)]
-    rows: list[list[Any]] = [r for r in given if isinstance(r, list) and r and all(type(x) in (int, float) for x in r)]
+    rows: list[list[object]] = [r for r in given if isinstance(r, list) and r and all(type(x) in (int, float) for x in r)]
     if len(rows) != len(given):
         raise EmbeddingUnavailable(f"{where} returned an `embedding` that is not a flat list of numbers")
     sizes = sorted({len(r) for r in rows})

@@ -14,9 +14,8 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
-from rag_bot.store.caches import DerivedCache
+from rag_bot.store.caches import CacheOwner, DerivedCache
 
 # The format is how a paper's vectors are packed (rag_bot/store/sentences.py: int8 codes, a scale per sentence).
 SENTENCES = DerivedCache("sentences", format=1)
@@ -27,7 +26,7 @@ PAGE_SIZE = 16384
 BATCH = 500  # ids per statement (SQLite's limit on parameters is 32,766)
 
 
-def sentence_file(index: Any, any_format: bool = False) -> SentenceFile:
+def sentence_file(index: CacheOwner, any_format: bool = False) -> SentenceFile:
     """The sentence-vector file of a `PaperIndex`'s collection (not opened until used); `any_format` opens a file
     of whatever format without emptying it (to delete rows)."""
     return SentenceFile(SENTENCES.root(index) / SENTENCE_FILE, None if any_format else SENTENCES.format)

@@ -28,7 +28,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
-from rag_bot.store.embedding import MODEL_NAME, MiniLMEmbedding
+from rag_bot.interfaces import Embedder
+from rag_bot.store.embedding import MODEL_NAME
 from rag_bot.store.index import PaperIndex
 from rag_bot.store.reads import SENTENCES_SUFFIX
 from rag_bot.store.sentence_file import SentenceFile, sentence_file
@@ -194,7 +195,7 @@ class SentenceIndex:
     """Clean sentences of papers and their unit vectors, cached by paper and text (in memory, and in the store's
     sentence-vector file when built with `store`)."""
 
-    def __init__(self, embedder: MiniLMEmbedding, store: PaperIndex | None = None) -> None:
+    def __init__(self, embedder: Embedder, store: PaperIndex | None = None) -> None:
         self.embedder = embedder
         self.store = SentenceStore(store) if store is not None else None
         self._cache: dict[tuple[str, int], Entry] = {}

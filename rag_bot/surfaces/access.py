@@ -13,17 +13,18 @@ import ipaddress
 import json
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    import uvicorn
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+    from rag_bot.settings import Settings
 
 log = logging.getLogger(__name__)
 
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 # Largest request body: a question is capped at 4,000 characters (rag_bot.question) and a long answer is about
 # 6 kB, so 1 MiB holds a conversation of about a hundred turns; a 200 MB body no longer reaches the JSON parser (it
@@ -79,7 +80,7 @@ def open_routes(host: str, logins: bool, api_key: str | None, chat: bool = True)
     return None
 
 
-def http_server(app: Any, host: str, port: int) -> Any:
+def http_server(app: ASGIApp, host: str, port: int) -> uvicorn.Server:
     """The uvicorn server `serve` and `rag-bot api` run. proxy_headers off: uvicorn would otherwise take a loopback
     client's address from X-Forwarded-For, and a client rotating that header would never be locked out by the
     login throttle (which counts failures per user and client address)."""
@@ -116,7 +117,7 @@ class Door:
     max_body: int = MAX_BODY
 
     @classmethod
-    def of(cls, settings: Any, sessions: Sessions | None = None, api_key: str | None = None) -> Door:
+    def of(cls, settings: Settings, sessions: Sessions | None = None, api_key: str | None = None) -> Door:
         """The door for a server with these settings (`api_key` overrides RAG_BOT_API_KEY)."""
         return cls(api_key=api_key or getattr(settings, "api_key", None) or None, sessions=sessions,
                    hosts=allowed_hosts(getattr(settings, "host", "127.0.0.1")))
@@ -209,8 +210,8 @@ def _cookies(header: str) -> dict[str, str]:
     return {name: morsel.value for name, morsel in jar.items()}
 
 
-def _replay(messages: list[MutableMapping[str, Any]], receive: Receive) -> Receive:
-    async def replay() -> MutableMapping[str, Any]:
+def _replay(messages: list[Message], receive: Receive) -> Receive:
+    async def replay() -> Message:
         return messages.pop(0) if messages else await receive()
 
     return replay

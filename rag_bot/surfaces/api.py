@@ -15,7 +15,7 @@ Served alone by `rag-bot api`, or beside the chat with `mount_api(fastapi_app, e
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -25,16 +25,20 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rag_bot.surfaces.access import Door, http_server, open_routes
 from rag_bot.surfaces.openai_format import (
-    _CREATED,
+    CREATED,
     DEFAULT_MODEL,
     APIError,
-    _error_of,
     completion,
     conversation,
+    error_of,
     prompt_text,
     sse,
 )
 from rag_bot.types import Filters, Mode
+
+if TYPE_CHECKING:
+    from rag_bot.interfaces import EngineView
+    from rag_bot.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +51,7 @@ OWNER = "rag-bot"
 
 
 # --- the app ---------------------------------------------------------------------------------------------
-def request_filters(body: dict[str, Any]) -> Filters | None:
+def request_filters(body: dict[str, object]) -> Filters | None:
     """The filters of a request's `rag_bot` extension field: {"filters": {"venue", "year", "author", "source"}}."""
     extension = body.get("rag_bot") or {}
     raw = extension.get("filters") if isinstance(extension, dict) else None
@@ -64,7 +68,7 @@ def request_filters(body: dict[str, Any]) -> Filters | None:
         raise APIError(400, str(exc), param="rag_bot") from None
 
 
-def v1_app(engine: Any) -> FastAPI:
+def v1_app(engine: EngineView) -> FastAPI:
     """The `/v1` routes as an app of their own (mounted at /v1, behind a `Door`, by `create_api` and `mount_api`)."""
     app = FastAPI(title="rag-bot OpenAI-compatible API", version="1", docs_url="/docs", redoc_url=None)
 
@@ -84,14 +88,14 @@ def v1_app(engine: Any) -> FastAPI:
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.warning("API request failed (%s)", type(exc).__name__, exc_info=log.isEnabledFor(logging.DEBUG))
-        return _error_of(exc).response()
+        return error_of(exc).response()
 
     @app.get("/models")
-    async def list_models(request: Request) -> dict[str, Any]:
+    async def list_models(request: Request) -> dict[str, object]:
         return {"object": "list", "data": [_model(name) for name in MODELS]}
 
     @app.get("/models/{name}")
-    async def get_model(name: str, request: Request) -> dict[str, Any]:
+    async def get_model(name: str, request: Request) -> dict[str, object]:
         if name not in MODELS:
             raise _unknown_model(name)
         return _model(name)
@@ -118,13 +122,13 @@ def v1_app(engine: Any) -> FastAPI:
             try:
                 answer = await run_in_threadpool(engine.ask, question, mode, history, None, filters)
             except Exception as exc:
-                raise _error_of(exc) from exc
+                raise error_of(exc) from exc
             return JSONResponse(completion(answer, model, prompt_text(body["messages"])))
         events = engine.stream(question, mode=mode, history=history, filters=filters)
         try:  # the first step retrieves: its errors (empty question, no index) still get a status code
             first = await run_in_threadpool(next, events, None)
         except Exception as exc:
-            raise _error_of(exc) from exc
+            raise error_of(exc) from exc
         options = body.get("stream_options")
         counted = prompt_text(body["messages"]) if isinstance(options, dict) and options.get("include_usage") else None
         return StreamingResponse(sse(events, first, model, counted), media_type="text/event-stream",
@@ -133,8 +137,8 @@ def v1_app(engine: Any) -> FastAPI:
     return app
 
 
-def _model(name: str) -> dict[str, Any]:
-    return {"id": name, "object": "model", "created": _CREATED, "owned_by": OWNER}
+def _model(name: str) -> dict[str, object]:
+    return {"id": name, "object": "model", "created": CREATED, "owned_by": OWNER}
 
 
 def _unknown_model(name: str) -> APIError:
@@ -142,7 +146,7 @@ def _unknown_model(name: str) -> APIError:
                     code="model_not_found", param="model")
 
 
-def mount_api(app: FastAPI, engine: Any, path: str = "/v1", api_key: str | None = None,
+def mount_api(app: FastAPI, engine: EngineView, path: str = "/v1", api_key: str | None = None,
               door: Door | None = None) -> FastAPI:
     """Mount the API on an existing FastAPI app (before Gradio is mounted at "/", so that /v1 is matched first),
     behind `door` (default: the engine's settings, with `api_key` over RAG_BOT_API_KEY)."""
@@ -151,18 +155,18 @@ def mount_api(app: FastAPI, engine: Any, path: str = "/v1", api_key: str | None 
     return app
 
 
-def create_api(engine: Any, api_key: str | None = None) -> FastAPI:
+def create_api(engine: EngineView, api_key: str | None = None) -> FastAPI:
     """The API alone: /v1/models and /v1/chat/completions (and /v1/docs), behind the engine's `Door`."""
     app = FastAPI(title="rag-bot", docs_url=None, redoc_url=None, openapi_url=None)
 
     @app.get("/")
-    async def root() -> dict[str, Any]:
+    async def root() -> dict[str, object]:
         return {"name": "rag-bot", "api": "/v1", "models": list(MODELS)}
 
     return mount_api(app, engine, api_key=api_key)
 
 
-def serve_api(settings: Any, port: int | None = None) -> None:
+def serve_api(settings: Settings, port: int | None = None) -> None:
     """Serve the API alone with uvicorn on RAG_BOT_HOST and the given port (default 8000)."""
     import sys
 

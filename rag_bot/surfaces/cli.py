@@ -16,9 +16,9 @@ from rag_bot.surfaces.cli_ask import cmd_ask
 from rag_bot.surfaces.cli_calibrate import cmd_calibrate
 from rag_bot.surfaces.cli_common import (
     BadFlag,
-    _add_filter_flags,
-    _fail,
-    _filters,
+    add_filter_flags,
+    fail,
+    filters_from_args,
 )
 from rag_bot.surfaces.cli_store import cmd_doctor, cmd_export, cmd_import, cmd_ingest, cmd_stats
 
@@ -34,10 +34,10 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     try:
         questions = load_questions(path)
     except OSError as exc:
-        return _fail(f"cannot read {path}: {exc.strerror}", 2)
+        return fail(f"cannot read {path}: {exc.strerror}", 2)
     except ValueError as exc:
-        return _fail(str(exc), 2)
-    filters = _filters(args)
+        return fail(str(exc), 2)
+    filters = filters_from_args(args)
     engine = Engine(settings)
     engine.require_index()
     metrics = evaluate(engine, questions, filters=filters)
@@ -116,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stream", action="store_true", help="print the answer as it is written (with an LLM)")
     p.add_argument("--cite", choices=["bibtex", "ris", "csl"],
                    help="also print the cited papers as BibTeX, RIS or CSL-JSON (with --json: a `references` field)")
-    _add_filter_flags(p)
+    add_filter_flags(p)
     p.set_defaults(func=cmd_ask)
 
     p = sub.add_parser("export", help="write the collection as BibTeX, RIS or CSL-JSON (readable by `ingest`), or "
@@ -125,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["bibtex", "ris", "csl", "portable"],
                    help="the file's format (default: by its extension; portable for any other)")
     p.add_argument("--force", action="store_true", help="overwrite the file if it exists")
-    _add_filter_flags(p)
+    add_filter_flags(p)
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("import", help="load a portable collection file into the store (no embedding)")
@@ -146,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="score the pipeline on a labelled question set")
     p.add_argument("--set", help="JSONL question set (default: tests/data/dev_questions.jsonl)")
     p.add_argument("--retrieval", choices=["hybrid", "dense", "bm25"], help="retriever to evaluate")
-    _add_filter_flags(p)
+    add_filter_flags(p)
     p.add_argument("--json", action="store_true", help="print the metrics (and per-question rows) as JSON")
     p.set_defaults(func=cmd_eval)
 
@@ -170,10 +170,10 @@ def main(argv: list[str] | None = None) -> int:
             storage=args.storage, chroma_url=args.chroma_url, retrieval=getattr(args, "retrieval", None)
         )
     except SettingsError as exc:  # one line naming the variable, its value (masked if secret) and what is allowed
-        return _fail(str(exc), 2)
+        return fail(str(exc), 2)
     except Exception as exc:  # e.g. a .env file that cannot be read
         log.debug("settings", exc_info=True)
-        return _fail(f"cannot read the settings ({type(exc).__name__}: {exc})".splitlines()[0], 2)
+        return fail(f"cannot read the settings ({type(exc).__name__}: {exc})".splitlines()[0], 2)
     configure_logging(settings.log_level)
     try:
         code = int(args.func(args, settings))
@@ -185,14 +185,14 @@ def main(argv: list[str] | None = None) -> int:
         return 141
     except (NoIndexError, StoreError) as exc:
         log.debug("stopped", exc_info=True)
-        return _fail(str(exc))
+        return fail(str(exc))
     except (QuestionError, BadFlag) as exc:
-        return _fail(str(exc), 2)
+        return fail(str(exc), 2)
     except KeyboardInterrupt:
-        return _fail("interrupted; run the same command again to finish", 130)
+        return fail("interrupted; run the same command again to finish", 130)
     except Exception as exc:  # the last resort: one line for the user, the traceback at DEBUG
         log.debug("unexpected error", exc_info=True)
-        return _fail(f"unexpected error ({type(exc).__name__}); run with RAG_BOT_LOG_LEVEL=DEBUG for details")
+        return fail(f"unexpected error ({type(exc).__name__}); run with RAG_BOT_LOG_LEVEL=DEBUG for details")
 
 
 if __name__ == "__main__":

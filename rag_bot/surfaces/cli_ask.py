@@ -6,7 +6,7 @@ import argparse
 import json
 import logging
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rag_bot.errors import EmptyQuestionError, NoIndexError, QuestionError, StoreError
 from rag_bot.question import checked_question, clean_question
@@ -14,11 +14,16 @@ from rag_bot.reading.files import ANSI_ESCAPE, clean_text
 from rag_bot.settings import Settings
 from rag_bot.surfaces.cli_common import (
     BadFlag,
-    _fail,
-    _filters,
-    _print_answer,
-    _print_sources,
+    fail,
+    filters_from_args,
+    print_answer,
+    print_sources,
 )
+
+if TYPE_CHECKING:
+    from rag_bot.engine import Engine
+    from rag_bot.types import Answer, Filters, Mode
+    from rag_bot.writing.references import Format
 
 log = logging.getLogger(__name__)
 
@@ -58,23 +63,23 @@ def _visible(text: str) -> bool:
 def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     """Answer one question, or one per line of a batch file, with citations."""
     if args.batch and args.question:
-        return _fail("give either a question or --batch FILE, not both", 2)
+        return fail("give either a question or --batch FILE, not both", 2)
     try:
         questions = _questions(args)
     except OSError as exc:
-        return _fail(f"cannot read {args.batch}: {exc.strerror}", 2)
+        return fail(f"cannot read {args.batch}: {exc.strerror}", 2)
     if not args.batch:
         try:  # before the engine loads: a question it would refuse is refused at once
             checked_question(questions[0])
         except EmptyQuestionError:
-            return _fail("the question is empty; try: rag-bot ask \"what does the collection say about X?\"", 2)
+            return fail("the question is empty; try: rag-bot ask \"what does the collection say about X?\"", 2)
         except QuestionError as exc:
-            return _fail(str(exc), 2)
+            return fail(str(exc), 2)
     try:
         questions[0].encode("utf-8")
     except UnicodeEncodeError:  # bytes that are not UTF-8 on the command line arrive as lone surrogates
-        return _fail("the question is not valid UTF-8 text; check the terminal's encoding", 2)
-    filters = _filters(args)
+        return fail("the question is not valid UTF-8 text; check the terminal's encoding", 2)
+    filters = filters_from_args(args)
     from rag_bot.engine import Engine
 
     engine = Engine(settings)
@@ -111,7 +116,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
             print(json.dumps(obj, ensure_ascii=False), flush=True)
         else:
             if not args.stream:
-                _print_answer(answer, sys.stdout)
+                print_answer(answer, sys.stdout)
             if references:
                 print(f"\nReferences ({args.cite}):\n{references}", end="", flush=True)
         if len(questions) > 1 and not args.json:
@@ -127,7 +132,7 @@ def _batch_failure(exc: Exception) -> str:
     return f"unexpected error ({type(exc).__name__}); run with RAG_BOT_LOG_LEVEL=DEBUG for details"
 
 
-def _references(engine: Any, answer: Any, fmt: str) -> str:
+def _references(engine: Engine, answer: Answer, fmt: Format) -> str:
     """The answer's cited papers as BibTeX, RIS or CSL-JSON."""
     from rag_bot.writing.references import cited_papers, export
 
@@ -173,7 +178,8 @@ def _ended(tail: str) -> bool:
     return not tail.startswith("\x1b[") or match.end() > 2  # else only `ESC [` matched, as a two-character escape
 
 
-def _stream_answer(engine: Any, question: str, mode: str | None, out: TextIO, filters: Any = None) -> Any:
+def _stream_answer(engine: Engine, question: str, mode: Mode | None, out: TextIO,
+                   filters: Filters | None = None) -> Answer:
     """Print the answer's text as it is written, then its sources; returns the final `Answer`."""
     from rag_bot.types import Answer
 
@@ -194,6 +200,6 @@ def _stream_answer(engine: Any, question: str, mode: str | None, out: TextIO, fi
         out.write("\n\n---\n" if text else "")
         out.write(clean_text(answer.answer))
     out.write("\n")
-    _print_sources(answer, out)
+    print_sources(answer, out)
     out.flush()
     return answer

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rag_bot.errors import StoreError
 from rag_bot.settings import Settings
 
+if TYPE_CHECKING:
+    from rag_bot.engine import Engine
 
-def calibrate_after_write(engine: Any, changed: bool = True) -> None:
+
+def calibrate_after_write(engine: Engine, changed: bool = True) -> None:
     """After a write: calibrate when the store's model needs it (an unchanged collection keeps its calibration), in
     one line either way; a failure leaves the store answering (uncalibrated, its answers say so) and says why."""
     from rag_bot.grounding.calibration_file import needed, saved

@@ -7,29 +7,32 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from rag_bot.reading.files import clean_text
 
+if TYPE_CHECKING:
+    from rag_bot.types import Answer, Filters
 
-def _print_answer(answer: Any, out: TextIO) -> None:
+
+def print_answer(answer: Answer, out: TextIO) -> None:
     out.write(clean_text(answer.answer) + "\n")  # a model's (or an import's) terminal escapes never reach the terminal
-    _print_sources(answer, out)
+    print_sources(answer, out)
 
 
-def _print_sources(answer: Any, out: TextIO) -> None:
+def print_sources(answer: Answer, out: TextIO) -> None:
     if answer.citations:
         out.write("\nSources:\n")
         for c in answer.citations:
             out.write(clean_text(f"[{c.n}] {c.title} ({c.doc_id}, {c.source})\n    “{c.quote}”") + "\n")
 
 
-def _fail(message: str, code: int = 1) -> int:
+def fail(message: str, code: int = 1) -> int:
     print(f"rag-bot: {message}", file=sys.stderr)
     return code
 
 
-def _unreadable(path: Path, typed: str) -> str | None:
+def unreadable(path: Path, typed: str) -> str | None:
     """Why a path given to `ingest` (`typed` as the user wrote it) cannot be read; None when it can."""
     if not path.exists():
         return f"no such file or folder: {typed}"
@@ -50,7 +53,7 @@ class BadFlag(ValueError):
     """A flag's value cannot be used; `main` prints it as one line and exits with status 2."""
 
 
-def _filters(args: argparse.Namespace) -> Any:
+def filters_from_args(args: argparse.Namespace) -> Filters | None:
     """The --venue/--year/--author/--source flags as `Filters` (None when none is given); `BadFlag` if bad."""
     from rag_bot.types import Filters
 
@@ -60,7 +63,7 @@ def _filters(args: argparse.Namespace) -> Any:
         raise BadFlag(str(exc)) from None
 
 
-def _add_filter_flags(p: argparse.ArgumentParser) -> None:
+def add_filter_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--venue", help="only papers of this venue (part of the name, any case), e.g. ICML")
     p.add_argument("--year", help="only papers of this year or range: 2026, 2024-2026, 2024-, -2023")
     p.add_argument("--author", help="only papers with an author whose name contains this (any case)")

@@ -8,17 +8,23 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rag_bot.errors import StoreError
 from rag_bot.settings import Settings
 from rag_bot.surfaces.cli_calibrate import calibrate_after_write
 from rag_bot.surfaces.cli_common import (
     BadFlag,
-    _fail,
-    _filters,
-    _unreadable,
+    fail,
+    filters_from_args,
+    unreadable,
 )
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
+
+    from rag_bot.engine import Engine
+    from rag_bot.reading.corpus import ReadResult
 
 log = logging.getLogger(__name__)
 
@@ -32,11 +38,11 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     paths = [Path(p) for p in args.paths] or [settings.seed_path()]
     # Every path is checked before anything is written: a mistyped one must not cost a rebuild (or a prune) its store.
     for typed, path in zip(args.paths or [str(paths[0])], paths):
-        problem = _unreadable(path, typed)
+        problem = unreadable(path, typed)
         if problem:
-            return _fail(f"{problem}; nothing was changed (check the path and run the same command again)", 2)
+            return fail(f"{problem}; nothing was changed (check the path and run the same command again)", 2)
         if args.rebuild and not settings.chroma_url and path.absolute().is_relative_to(settings.storage.absolute()):
-            return _fail(f"{typed} is inside the store folder {settings.storage}, which --rebuild moves aside; "
+            return fail(f"{typed} is inside the store folder {settings.storage}, which --rebuild moves aside; "
                          f"move it out of there first; nothing was changed", 2)
     from tqdm import tqdm
 
@@ -52,13 +58,13 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
         if not scan.papers:
             for read_problem in scan.problems:
                 print(f"warning: {read_problem}", file=sys.stderr)
-            return _fail("no paper could be read from these paths, so the store was not rebuilt; nothing was "
+            return fail("no paper could be read from these paths, so the store was not rebuilt; nothing was "
                          "changed (give the sources of the collection)", 2)
         print(f"Rebuilding the store: {rebuild_store(settings)}.", file=sys.stderr)
     engine = Engine(settings)
     bar: Any = None
 
-    def on_read(result: Any) -> None:
+    def on_read(result: ReadResult) -> None:
         nonlocal bar
         for problem in result.problems:
             print(f"warning: {problem}", file=sys.stderr)
@@ -66,7 +72,7 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
             print(f"warning: {line}", file=sys.stderr)
         bar = tqdm(total=len(result.papers), unit="paper", desc="Indexing", disable=args.quiet, file=sys.stderr)
 
-    sentences: Any = None
+    sentences: tqdm | None = None
 
     def on_sentences(n: int) -> None:  # RAG_BOT_SENTENCE_VECTORS=ingest: the written papers' sentences
         nonlocal sentences
@@ -92,7 +98,7 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _replaced_by_name(engine: Any, paths: list[Path], max_chars: int) -> list[str]:
+def _replaced_by_name(engine: Engine, paths: list[Path], max_chars: int) -> list[str]:
     """One line per seed file whose papers replace stored papers of another file of the same name: a seed paper's
     id is `<file stem>#<n>`, so `a/papers.txt` ingested after `b/papers.txt` takes its papers' ids. Said when none
     of the stored papers of those ids holds the same text (a file edited in place replaces some, not all)."""
@@ -110,7 +116,7 @@ def _replaced_by_name(engine: Any, paths: list[Path], max_chars: int) -> list[st
     return lines
 
 
-def _prepare(engine: Any) -> None:
+def _prepare(engine: Engine) -> None:
     """Build the search index's lexical side after a write, so the next question does not wait for it."""
     if engine.index.count():
         started = time.perf_counter()
@@ -122,7 +128,7 @@ def _sentences(args: argparse.Namespace, settings: Settings) -> int:
     """`ingest --sentences`: embed the sentences of every stored paper the sentence-vector cache lacks, so no
     answer waits for them (what RAG_BOT_SENTENCE_VECTORS=ingest does for the papers an ingest writes)."""
     if args.paths or args.prune or args.rebuild or args.reembed:
-        return _fail("--sentences works on the stored papers: give it no paths, --prune, --rebuild or --reembed", 2)
+        return fail("--sentences works on the stored papers: give it no paths, --prune, --rebuild or --reembed", 2)
     from tqdm import tqdm
 
     from rag_bot.engine import Engine
@@ -130,12 +136,12 @@ def _sentences(args: argparse.Namespace, settings: Settings) -> int:
     engine = Engine(settings)
     total = engine.index.count()
     if not total:
-        return _fail("the store holds no papers yet: ingest some first", 1)
+        return fail("the store holds no papers yet: ingest some first", 1)
     with tqdm(total=total, unit="paper", desc="Sentences", disable=args.quiet, file=sys.stderr) as bar:
         embedded = engine.embed_sentences(progress=bar.update)
     store = engine.sentences.store
     if store is None or store.failed:
-        return _fail("the sentence vectors could not be saved (see the warning above); answers compute them "
+        return fail("the sentence vectors could not be saved (see the warning above); answers compute them "
                      "as they need them", 1)
     print(f"Embedded the sentences of {embedded} papers ({total - embedded} had them already). "
           f"{store.count()} papers' sentence vectors are stored in {store.file.path}.")
@@ -145,7 +151,7 @@ def _sentences(args: argparse.Namespace, settings: Settings) -> int:
 def _reembed(args: argparse.Namespace, settings: Settings) -> int:
     """`ingest --reembed`: move the stored collection to the model the settings choose (rag_bot/store/reembed.py)."""
     if args.paths or args.prune or args.rebuild:
-        return _fail("--reembed reads the papers from the store: give it no paths, --prune or --rebuild", 2)
+        return fail("--reembed reads the papers from the store: give it no paths, --prune or --rebuild", 2)
     from tqdm import tqdm
 
     from rag_bot.store.reembed import reembed
@@ -180,14 +186,14 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     path = Path(args.file)
     fmt = args.format or EXPORT_FORMATS.get(path.suffix.lower(), "portable")
     try:
-        filters = _filters(args)
+        filters = filters_from_args(args)
     except BadFlag as exc:
-        return _fail(str(exc), 2)
+        return fail(str(exc), 2)
     if filters is not None and fmt == "portable":
-        return _fail("the filters choose papers for --format bibtex, ris or csl; a portable file holds the whole "
+        return fail("the filters choose papers for --format bibtex, ris or csl; a portable file holds the whole "
                      "store", 2)
     if path.exists() and not args.force:
-        return _fail(f"{path} exists; give another name or --force to overwrite it", 2)
+        return fail(f"{path} exists; give another name or --force to overwrite it", 2)
     engine = Engine(settings)
     engine.require_index()
     try:
@@ -196,13 +202,13 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
 
             papers = [p for p in engine.papers.values() if filters is None or filters.matches(p)]
             if not papers:
-                return _fail("no paper passes these filters; nothing written", 1)
+                return fail("no paper passes these filters; nothing written", 1)
             path.write_text(export(papers, fmt), encoding="utf-8")  # type: ignore[arg-type]
             print(f"Wrote {len(papers)} papers to {path} ({fmt}).")
             return 0
         counts = export_collection(engine.index, path)
     except OSError as exc:
-        return _fail(f"cannot write {path}: {exc.strerror or exc}")
+        return fail(f"cannot write {path}: {exc.strerror or exc}")
     print(f"Wrote {counts['papers']} papers and {counts['chunks']} chunks to {path}.")
     return 0
 
@@ -214,11 +220,11 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
 
     path = Path(args.file)
     if not path.is_file():
-        return _fail(f"no such file: {path}", 2)
+        return fail(f"no such file: {path}", 2)
     from tqdm import tqdm
 
     engine = Engine(settings)
-    bars: list[Any] = []
+    bars: list[tqdm] = []
     if not args.quiet:  # a million papers' file takes minutes to check and hours to write: both are shown
         print(f"Checking {path} ...", file=sys.stderr, flush=True)
 
@@ -228,7 +234,7 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     try:
         counts = import_collection(engine.index, path, progress=lambda n: bars[0].update(n), on_checked=on_checked)
     except ValueError as exc:  # the file is not sound: nothing was written
-        return _fail(f"{exc}; nothing was imported", 2)
+        return fail(f"{exc}; nothing was imported", 2)
     finally:
         for bar in bars:
             bar.close()
@@ -247,9 +253,8 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     stats = engine.stats()
     # The model that made the vectors, which a command run without its settings must not hide (issue 37).
     where, mismatch = engine.index.recorded_model().where(), engine.index.embedder_mismatch()
-    stats |= {"embedding_where": where, "embedding_mismatch": mismatch}
     if args.json:
-        print(json.dumps(stats))
+        print(json.dumps({**stats, "embedding_where": where, "embedding_mismatch": mismatch}))
     else:
         print(f"{stats['papers']} papers, {stats['chunks']} chunks in the {stats['store']}")
         print(f"embedding: {stats['embedding']}" + (f" ({where})" if where else ""))

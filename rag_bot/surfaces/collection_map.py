@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -34,6 +34,7 @@ from rag_bot.text import clean_markup
 from rag_bot.types import Paper
 
 if TYPE_CHECKING:
+    from rag_bot.store.base import StoreState
     from rag_bot.store.index import PaperIndex
 
 
@@ -238,7 +239,7 @@ def _layout(kept: Sequence[Paper], matrix: np.ndarray) -> CollectionMap:
 
 
 # --- the map of a stored collection, saved beside the store ----------------------------------------------------
-def map_folder(index: PaperIndex, state: dict[str, Any]) -> Path:
+def map_folder(index: PaperIndex, state: StoreState) -> Path:
     """Where the map of a collection state is saved."""
     return MAP.folder(index, state)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -21,6 +21,12 @@ from rag_bot.question import checked_question
 from rag_bot.surfaces.access import Door
 from rag_bot.text import clean_markup
 from rag_bot.types import Citation, Filters
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from rag_bot.interfaces import EngineView
+    from rag_bot.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +103,7 @@ class _PaperServer(MCPServer):
     """MCPServer whose resources/list names the collection's papers, a page at a time (the paper:// template
     alone would leave a client nothing to browse)."""
 
-    engine: Any = None
+    engine: EngineView  # set by build_mcp
 
     async def _handle_list_resources(self, ctx: Any, params: Any) -> Any:
         from urllib.parse import quote
@@ -119,7 +125,7 @@ class _PaperServer(MCPServer):
         return ListResourcesResult(resources=resources, next_cursor=str(start + RESOURCE_PAGE) if more else None)
 
 
-def build_mcp(engine: Any) -> MCPServer:
+def build_mcp(engine: EngineView) -> MCPServer:
     """The MCP server over an engine: its three tools, the paper resources and two prompts."""
     server = _PaperServer(name="rag-bot", instructions=INSTRUCTIONS, log_level="WARNING")
     server.engine = engine
@@ -223,7 +229,8 @@ def build_mcp(engine: Any) -> MCPServer:
     return server
 
 
-def mount_mcp(app: Any, engine: Any, path: str = "/mcp", api_key: str | None = None, door: Door | None = None) -> Any:
+def mount_mcp(app: FastAPI, engine: EngineView, path: str = "/mcp", api_key: str | None = None,
+              door: Door | None = None) -> FastAPI:
     """Serve the MCP tools over streamable HTTP at `path` of a FastAPI/Starlette app (before Gradio is mounted at
     "/"); its session manager runs in the app's lifespan. Requests pass `door` (default: the engine's settings,
     with `api_key` over RAG_BOT_API_KEY), as /v1's do."""
@@ -249,7 +256,7 @@ def mount_mcp(app: Any, engine: Any, path: str = "/mcp", api_key: str | None = N
     return app
 
 
-def run_stdio(settings: Any = None) -> None:
+def run_stdio(settings: Settings | None = None) -> None:
     """Serve the tools over standard input and output (what `rag-bot mcp` does)."""
     from rag_bot.engine import Engine
 

@@ -9,12 +9,15 @@ import time
 import uuid
 from collections.abc import Iterator
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING
 
 from fastapi.responses import JSONResponse
 
 from rag_bot.errors import EmptyQuestionError, NoIndexError, QuestionTooLongError, StoreError
 from rag_bot.types import Answer, Citation, Mode, Turn
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +30,7 @@ class APIError(Exception):
         super().__init__(message)
         self.status, self.message, self.type, self.code, self.param = status, message, type_, code, param
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> dict[str, object]:
         return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
 
     def response(self) -> JSONResponse:
@@ -35,7 +38,7 @@ class APIError(Exception):
         return JSONResponse(self.body(), status_code=self.status, headers=headers)
 
 
-def _error_of(exc: BaseException) -> APIError:
+def error_of(exc: BaseException) -> APIError:
     if isinstance(exc, APIError):
         return exc
     if isinstance(exc, EmptyQuestionError):
@@ -59,11 +62,11 @@ REFERENCES_HEADING = "References"
 _REFERENCE = re.compile(r"^\[(\d+)\]\s+(.*?)\s+\(([^()\s]+)\)\s*$")
 
 
-_CREATED = int(time.time())
+CREATED = int(time.time())
 
 
 # --- messages -> question and history ------------------------------------------------------------------------
-def message_text(content: Any) -> str:
+def message_text(content: object) -> str:
     """The text of a message's content: a string, or OpenAI's list of parts (text parts are kept)."""
     if content is None:
         return ""
@@ -95,7 +98,7 @@ def split_references(text: str) -> tuple[str, list[Citation]]:
     return text.strip(), []
 
 
-def conversation(messages: Any, mode: Mode | None) -> tuple[str, list[Turn]]:
+def conversation(messages: object, mode: Mode | None) -> tuple[str, list[Turn]]:
     """The question (the last user message) and the earlier turns (each user message with the assistant's reply)."""
     if not isinstance(messages, list) or not messages:
         raise APIError(400, "'messages' must be a non-empty list of messages", param="messages")
@@ -131,7 +134,7 @@ def references(answer: Answer) -> str:
     return f"\n\n{REFERENCES_HEADING}:\n" + "\n".join(lines)
 
 
-def extension(answer: Answer) -> dict[str, Any]:
+def extension(answer: Answer) -> dict[str, object]:
     """The `rag_bot` extension field: the JSON contract's citations, grounded and retrieved, the mode, a notice;
     their titles, quotes and notice made safe for Markdown clients, any url http(s) only (`rag_bot.sanitize`)."""
     from rag_bot.sanitize import markdown_safe, safe_fields
@@ -147,7 +150,7 @@ def extension(answer: Answer) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=1)
-def _word_pieces() -> Any:
+def _word_pieces() -> Tokenizer:
     """The shipped model's tokenizer, untruncated: what `usage` counts in."""
     from tokenizers import Tokenizer
 
@@ -166,7 +169,7 @@ def usage(prompt: str, content: str) -> dict[str, int]:
     return {"prompt_tokens": counts[0], "completion_tokens": counts[1], "total_tokens": sum(counts)}
 
 
-def prompt_text(messages: Any) -> str:
+def prompt_text(messages: object) -> str:
     """The text of a request's messages, as `usage` counts it."""
     parts = []
     for message in messages if isinstance(messages, list) else []:
@@ -178,7 +181,7 @@ def prompt_text(messages: Any) -> str:
     return "\n".join(parts)
 
 
-def completion(answer: Answer, model: str, prompt: str = "") -> dict[str, Any]:
+def completion(answer: Answer, model: str, prompt: str = "") -> dict[str, object]:
     """A `chat.completion` object, its text made safe for Markdown clients (`rag_bot.sanitize`)."""
     from rag_bot.sanitize import markdown_safe
 
@@ -200,8 +203,8 @@ def completion(answer: Answer, model: str, prompt: str = "") -> dict[str, Any]:
     }
 
 
-def _chunk(cid: str, created: int, model: str, delta: dict[str, Any], finish: str | None = None,
-           **extra: Any) -> str:
+def _chunk(cid: str, created: int, model: str, delta: dict[str, object], finish: str | None = None,
+           **extra: object) -> str:
     chunk = {
         "id": cid, "object": "chat.completion.chunk", "created": created, "model": model, "system_fingerprint": None,
         "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
@@ -243,7 +246,7 @@ def sse(events: Iterator[str | Answer], first: str | Answer | None, model: str,
                     yield _chunk(cid, created, model, {"content": piece})
     except Exception as exc:  # headers are sent: the error goes in the stream, in OpenAI's format
         log.warning("streamed answer failed (%s)", type(exc).__name__, exc_info=log.isEnabledFor(logging.DEBUG))
-        yield from _ended(_error_of(exc))
+        yield from _ended(error_of(exc))
         return
     if answer is None:
         yield from _ended(APIError(500, "the answer stream ended early", "server_error"))

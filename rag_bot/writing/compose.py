@@ -13,11 +13,12 @@ import logging
 import re
 from abc import abstractmethod
 from collections.abc import Generator, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llama_index.core.base.response.schema import StreamingResponse
 from llama_index.core.indices.prompt_helper import ChatPromptHelper, PromptHelper
 from llama_index.core.llms.mock import MockLLM
+from llama_index.core.prompts.mixin import PromptDictType
 from llama_index.core.response_synthesizers.base import BaseSynthesizer
 from llama_index.core.schema import NodeWithScore
 
@@ -29,6 +30,9 @@ from rag_bot.text import clean_markup
 from rag_bot.topics import topic_phrase
 from rag_bot.types import Answer, Filters, Grounding, Missing, Mode, ScoredPaper
 from rag_bot.writing.citations import support_scores
+
+if TYPE_CHECKING:
+    from llama_index.core.schema import QueryType
 
 log = logging.getLogger(__name__)
 
@@ -104,17 +108,18 @@ class PaperSynthesizer(BaseSynthesizer):
         """A follow-up rewritten into a standalone question, or None when the writer cannot (no model)."""
         return None
 
-    def synthesize(self, query: Any, nodes: list[NodeWithScore], additional_source_nodes: Any = None,
+    def synthesize(self, query: QueryType, nodes: list[NodeWithScore],
+                   additional_source_nodes: Sequence[NodeWithScore] | None = None,
                    **response_kwargs: Any) -> StreamingResponse:
         """The answer to a `PaperQuery` from its ranked, grounded nodes."""
         if not isinstance(query, PaperQuery):
             raise TypeError("rag-bot writers answer a PaperQuery (the question, its mode and paper limit)")
-        metadata: dict[str, Any] = {}
+        metadata: dict[str, object] = {}
         return StreamingResponse(response_gen=self._events(query, nodes, metadata), source_nodes=nodes,
                                  metadata=metadata)
 
     def _events(
-        self, query: PaperQuery, nodes: Sequence[NodeWithScore], metadata: dict[str, Any]
+        self, query: PaperQuery, nodes: Sequence[NodeWithScore], metadata: dict[str, object]
     ) -> Generator[str, None, None]:
         ranked = [scored_paper(n) for n in nodes]
         grounding = query.grounding or Grounding(grounded=False, evidence=0.0)  # no grounding ran: nothing to cite
@@ -169,10 +174,10 @@ class PaperSynthesizer(BaseSynthesizer):
         """Not used (see `get_response`)."""
         raise NotImplementedError("rag-bot writers answer from paper nodes; call synthesize()")
 
-    def _get_prompts(self) -> dict[str, Any]:
+    def _get_prompts(self) -> PromptDictType:
         return {}
 
-    def _update_prompts(self, prompts: Any) -> None:
+    def _update_prompts(self, prompts: PromptDictType) -> None:
         return None
 
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 from llama_index.core.llms import LLM, ChatMessage
+from llama_index.core.prompts.mixin import PromptDictType
 
 from rag_bot.errors import WriterUnavailable
 from rag_bot.prompts import ANSWER_USER_TEMPLATE, CONDENSE_TEMPLATE, answer_messages, condense_messages
@@ -192,5 +192,5 @@ class LLMComposer(PaperSynthesizer):
             llm=self.name, notice=" ".join(notices) or None,
         )
 
-    def _get_prompts(self) -> dict[str, Any]:
+    def _get_prompts(self) -> PromptDictType:
         return {"answer": ANSWER_USER_TEMPLATE, "condense": CONDENSE_TEMPLATE}

@@ -12,15 +12,18 @@ counting sort by word, so each word's papers stay in paper order). At a million 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import bm25s
 
 SLICE = 1_000_000  # (paper, word) pairs scored and placed at a time: about 80 bytes of temporaries a pair
 
 
 def build(terms: np.ndarray, counts: np.ndarray, lengths: np.ndarray, doc_lengths: np.ndarray,
-          vocab: dict[str, int], slice_pairs: int = SLICE) -> Any:
+          vocab: dict[str, int], slice_pairs: int = SLICE) -> bm25s.BM25:
     """A `bm25s.BM25` holding the scores of papers whose distinct word ids are `terms` (each paper's sorted, one
     after another; `lengths` of them a paper) seen `counts` times, in papers `doc_lengths` tokens long. `vocab`
     (word -> id) gets bm25s's empty token, as its own index adds it; `slice_pairs` pairs are scored at a time."""

@@ -18,6 +18,7 @@ from rag_bot.retrieval.lexical.columns import Columns
 from rag_bot.retrieval.lexical.papers import RecordWriter
 from rag_bot.retrieval.lexical.rows import IdTable
 from rag_bot.retrieval.names import name_table
+from rag_bot.store.base import StoreState
 from rag_bot.store.index import PaperIndex
 from rag_bot.text import clean_markup
 from rag_bot.types import Paper
@@ -58,7 +59,7 @@ class _Pages:
         return out
 
 
-def write(index: PaperIndex, stemmer: Any, state: dict[str, Any], folder: Path, cache_format: int,
+def write(index: PaperIndex, stemmer: Any, state: StoreState, folder: Path, cache_format: int,
           page: int = PAGE) -> int:
     """Write the lexicon of every stored paper into `folder`, reading and tokenising `page` papers at a time
     (a malformed record is skipped with a warning, as every reader skips it); returns the papers written."""

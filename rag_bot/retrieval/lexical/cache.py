@@ -20,6 +20,7 @@ from rag_bot.retrieval.lexical import build
 from rag_bot.retrieval.lexical.columns import Columns
 from rag_bot.retrieval.lexical.papers import PaperRecords, RecordReader
 from rag_bot.retrieval.lexical.rows import ByRow, IdTable
+from rag_bot.store.base import StoreState
 from rag_bot.store.caches import DerivedCache
 from rag_bot.store.index import PaperIndex
 from rag_bot.types import Paper
@@ -90,7 +91,7 @@ class LexicalCache:
         self.index = index
         self.page = page  # papers tokenised at a time by a build
 
-    def folder(self, state: dict[str, Any]) -> Path:
+    def folder(self, state: StoreState) -> Path:
         """Where the lexicon of a collection state is saved."""
         return LEXICAL.folder(self.index, state)
 
@@ -125,12 +126,12 @@ class LexicalCache:
         lexicon.origin = "built"
         return lexicon
 
-    def write(self, folder: Path, stemmer: Any, state: dict[str, Any]) -> int:
+    def write(self, folder: Path, stemmer: Any, state: StoreState) -> int:
         """Build the lexicon of every stored paper into `folder`; the papers written."""
         return build.write(self.index, stemmer, state, folder, LEXICAL.format, self.page)
 
     @staticmethod
-    def read(folder: Path, state: dict[str, Any], papers: int | None = None) -> Lexicon:
+    def read(folder: Path, state: StoreState, papers: int | None = None) -> Lexicon:
         """The lexicon saved in `folder`, memory-mapped; `papers` is how many it holds (the collection's count when
         not given: a cache that misses some, a malformed record's, is rebuilt)."""
         import bm25s

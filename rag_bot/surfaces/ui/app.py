@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import os
 import sys
 import threading
 import time
@@ -20,7 +21,10 @@ from rag_bot.settings import Settings
 from rag_bot.surfaces.access import Door, Sessions, http_server, open_routes
 
 if TYPE_CHECKING:
+    from fastapi import FastAPI
+
     from rag_bot.engine import Engine
+    from rag_bot.surfaces.ui.base import Library, PageEngine, PendingEngine
 
 log = logging.getLogger(__name__)
 
@@ -204,7 +208,7 @@ def ensure_index(engine: Engine) -> None:
         bar.close()
 
 
-def build_app(engine: Engine | Any, library: Any = None) -> Any:
+def build_app(engine: PageEngine, library: Library | None = None) -> Any:
     """The chat page on an engine: a status line over three tabs (Chat with its sources, Collection, Map).
     `library`: the `Library` view of the engine to use (tests pass their own to look inside)."""
     import gradio as gr
@@ -246,9 +250,9 @@ def build_app(engine: Engine | Any, library: Any = None) -> Any:
         cmap.refresh_legend(collection.register_events())
         cmap.register_events()
         if not library.loaded:  # built while the engine loads: each page fills in its collection once it is ready
-            pending = library.engine
+            pending: Any = library.engine  # a PendingEngine (once built, `wait` fails and is passed over)
 
-            def when_ready() -> tuple[Any, ...]:
+            def when_ready() -> tuple[object, ...]:
                 try:
                     pending.wait()
                 except Exception:  # the server stops with the cause (_stop)
@@ -289,7 +293,7 @@ def serve(settings: Settings | None = None) -> None:
     serve_with_api(app, pending, auth)
 
 
-def _build_engine(pending: Any) -> Engine:
+def _build_engine(pending: PendingEngine) -> Engine:
     """The engine `serve` answers with: the store opened (the seeds indexed into an empty one), the lexical side
     loaded."""
     from rag_bot.engine import Engine
@@ -306,8 +310,6 @@ def _build_engine(pending: Any) -> Engine:
 
 def _stop(exc: BaseException) -> None:
     """A store that cannot be opened stops `serve` as it did before the page was served: one line, exit 1."""
-    import os
-
     from rag_bot.surfaces.ui.base import remove_exports
 
     known = isinstance(exc, (StoreError, NoIndexError, OSError))
@@ -319,12 +321,12 @@ def _stop(exc: BaseException) -> None:
     os._exit(1)
 
 
-def serve_with_api(app: Any, engine: Engine | Any, auth: list[tuple[str, str]] | None = None) -> None:
+def serve_with_api(app: Any, engine: PageEngine, auth: list[tuple[str, str]] | None = None) -> None:
     """Serve the chat with the OpenAI-compatible API (/v1) and the MCP endpoint (/mcp) beside it, on one port."""
     http_server(chat_server(app, engine, auth), engine.settings.host, engine.settings.port).run()
 
 
-def chat_server(app: Any, engine: Engine, auth: list[tuple[str, str]] | LoginThrottle | None = None) -> Any:
+def chat_server(app: Any, engine: PageEngine, auth: list[tuple[str, str]] | LoginThrottle | None = None) -> FastAPI:
     """The ASGI app `serve` runs: /v1 and /mcp behind one `Door` (with logins on, the chat's session cookie or the
     API key), the permalinks (open by design: a token is the permission), and the chat at "/". `auth`: the logins,
     or a throttle already holding them."""
@@ -356,7 +358,7 @@ def chat_server(app: Any, engine: Engine, auth: list[tuple[str, str]] | LoginThr
     return server
 
 
-def mount_permalinks(server: Any, engine: Engine) -> None:
+def mount_permalinks(server: FastAPI, engine: PageEngine) -> None:
     """`GET /answer/<token>`: one saved answer as a small read-only HTML page (anyone holding the token may read
     it; the token is random and unguessable). Everything on it is escaped; the page runs no script."""
     from fastapi.responses import HTMLResponse

@@ -21,7 +21,12 @@ from rag_bot.surfaces.ui.render import loading_line, status_line
 from rag_bot.types import Answer, Paper
 
 if TYPE_CHECKING:
+    from gradio.components import Component
+
     from rag_bot.engine import Engine
+    from rag_bot.surfaces.ui.loading import PendingEngine
+
+    PageEngine = Engine | PendingEngine  # the engine, or the `PendingEngine` that stands in while it is built
 
 log = logging.getLogger(__name__)
 
@@ -29,10 +34,10 @@ log = logging.getLogger(__name__)
 class Library:
     """The engine and what the page shows of its collection (papers, map), refreshed after an upload."""
 
-    def __init__(self, engine: Engine | Any) -> None:
+    def __init__(self, engine: PageEngine) -> None:
         # The engine, or a `PendingEngine` (loading.py) while `rag-bot serve` builds it: the page is built at
         # once from an empty collection, and `attach` fills it in when the engine is ready.
-        self.engine = engine
+        self.engine: PageEngine = engine
         # Answers read the engine concurrently (an ingest's reload swaps the retriever's state atomically);
         # only ingests take this lock, so two uploads never interleave.
         self.ingest_lock = threading.Lock()
@@ -107,12 +112,12 @@ class Shared:
     """Components that live outside any one panel: the status line, the conversation (list of `Turn`) and the
     id of its saved copy (None until the first answer is saved)."""
 
-    status: Any
-    turns: Any
-    conversation: Any = None
+    status: Component
+    turns: Component
+    conversation: Any = None  # a gr.State; None in panels tested without saved conversations
 
 
-def owner_of(request: Any) -> str:
+def owner_of(request: object) -> str:
     """Whose conversations a request sees: the logged-in user, "" when the chat has no logins."""
     name = getattr(request, "username", None)
     return name if isinstance(name, str) else ""

@@ -10,11 +10,12 @@ import logging
 import math
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import gradio as gr
+from gradio.components import Component
+from gradio.events import Dependency
 
 from rag_bot.errors import EmptyQuestionError, NoIndexError, QuestionError, StoreError
 from rag_bot.question import checked_question
@@ -60,7 +61,7 @@ REFERENCE_FILES: tuple[tuple[Format, str, str, str], ...] = (
 MAX_PAPERS = 20  # the API's `papers` above this is taken as this (the slider stops at 10)
 
 
-def check_question(text: Any) -> str:
+def check_question(text: object) -> str:
     """The question as the engine takes it (`rag_bot.question.checked_question`: one rule and one limit for every
     surface), or `gr.Error` saying what is wrong with it."""
     if not isinstance(text, str):
@@ -73,7 +74,7 @@ def check_question(text: Any) -> str:
         raise gr.Error(str(exc)) from None
 
 
-def check_papers(value: Any) -> int | None:
+def check_papers(value: str | float | None) -> int | None:
     """How many papers an answer may use: None (as many as it needs) for 0 or nothing, at most `MAX_PAPERS`;
     `gr.Error` for a negative or non-numeric value."""
     if value is None or value is False or value == "":
@@ -87,9 +88,9 @@ def check_papers(value: Any) -> int | None:
     return int(min(number, MAX_PAPERS)) if number >= 1 else None  # float("inf") included
 
 
-def check_filters(venue: Any, year: Any, author: Any, source: Any) -> Filters | None:
+def check_filters(venue: object, year: object, author: object, source: object) -> Filters | None:
     """The chat's filter controls as `Filters` (None when all are empty); a gr.Error says what is wrong."""
-    def text(value: Any) -> str | None:
+    def text(value: object) -> str | None:
         return value.strip() or None if isinstance(value, str) else None
 
     try:
@@ -158,7 +159,7 @@ class ChatPanel:
                                    label="Examples from this collection", visible=bool(examples), type="values",
                                    elem_id="examples")
 
-    def refreshed(self) -> tuple[Any, ...]:
+    def refreshed(self) -> tuple[Component, ...]:
         """The filter choices and the examples of the collection as it is now (the page built while the engine
         loaded shows them once it is ready)."""
         cmap = self.library.map
@@ -167,7 +168,7 @@ class ChatPanel:
                 gr.Dropdown(choices=["", *sorted(set(cmap.sources))]),
                 gr.Dataset(samples=examples or [["", "Auto"]], visible=bool(examples)))
 
-    def register_events(self) -> list[Any]:
+    def register_events(self) -> list[Dependency]:
         """Wire the chat; returns the events that end with an answer (for panels that follow answers)."""
         # A list, not a set: its order is the order of the /chat API's return values.
         # The conversation id is a State: the API neither takes nor returns it.
@@ -191,10 +192,10 @@ class ChatPanel:
         return answered
 
     def respond(
-        self, message: str, messages: list[Any], turns: list[Turn], mode: str, n_papers: float,
+        self, message: str, messages: list[object], turns: list[Turn], mode: str, n_papers: float,
         venue: str | None = None, year: str | None = None, author: str | None = None, source: str | None = None,
         conversation: str | None = None, request: gr.Request | None = None,
-    ) -> Iterator[dict[Any, Any]]:
+    ) -> Iterator[dict[Component, object]]:
         """Stream the answer into the chat, then save the turn, show its sources and update the status and
         export."""
         try:
@@ -278,7 +279,7 @@ class ChatPanel:
         return conversation, link
 
     def show_saved(self, conversation: str | None, saved: list[SavedTurn],
-                   request: gr.Request | None = None) -> dict[Any, Any]:
+                   request: gr.Request | None = None) -> dict[Component, object]:
         """The chat showing a saved conversation (as its answers were shown live), or a new chat when empty."""
         if not saved or not conversation:
             return self.new_chat()
@@ -323,7 +324,7 @@ class ChatPanel:
             paths[fmt] = path
         return paths
 
-    def download_buttons(self, turns: list[Turn], request: gr.Request | None = None) -> dict[Any, Any]:
+    def download_buttons(self, turns: list[Turn], request: gr.Request | None = None) -> dict[Component, object]:
         """The downloads of a conversation: its Markdown export, and its references (disabled when nothing is
         cited). Updates (`gr.update`), not new components: Gradio builds the component from an update once."""
         export = str(self.write_export(turns, request))
@@ -332,7 +333,7 @@ class ChatPanel:
             button: gr.update(value=str(paths[fmt]), interactive=True) if fmt in paths
             else gr.update(value=None, interactive=False) for fmt, button in self.cite.items()}
 
-    def new_chat(self) -> dict[Any, Any]:
+    def new_chat(self) -> dict[Component, object]:
         # The question box is left alone: the user may already be typing the next question.
         return {
             self.chatbot: [],
@@ -351,11 +352,11 @@ class ChatPanel:
         else:
             gr.Warning("No answer to copy yet.")
 
-    def ask_api(self) -> Any:
+    def ask_api(self) -> Callable[..., dict[str, object]]:
         library = self.library
 
         def ask(question: str, mode: str = "Auto", papers: int = 0, venue: str = "", year: str = "",
-                author: str = "", source: str = "") -> dict[str, Any]:
+                author: str = "", source: str = "") -> dict[str, object]:
             """The JSON contract of `rag-bot ask --json` for one question (mode: Auto, Ask, Summarize an area,
             Compare, or ask/summary/compare; anything else: Auto), optionally limited by venue, year (2026 or
             2024-2026), author and source."""
@@ -370,7 +371,7 @@ class ChatPanel:
             except Exception as exc:  # the caller gets one line; the log has the traceback
                 log.exception("error answering an /ask question")
                 raise gr.Error(SORRY.format(type(exc).__name__)) from None
-            result: dict[str, Any] = safe_contract(answer.to_json())  # a client may render it: the shared rules
+            result: dict[str, object] = safe_contract(answer.to_json())  # a client may render it: the shared rules
             return result
 
         return ask

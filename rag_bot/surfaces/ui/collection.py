@@ -7,9 +7,11 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import gradio as gr
+from gradio.components import Component
+from gradio.events import Dependency
 from gradio.utils import get_upload_folder
 
 from rag_bot.reading.corpus import SUFFIXES, ReadResult
@@ -75,7 +77,7 @@ class CollectionPanel:
             self.add = gr.Button("Add to the collection", variant="primary", elem_id="add")
             self.summary = gr.Markdown(elem_id="upload-summary")
 
-    def register_events(self) -> Any:
+    def register_events(self) -> Dependency:
         """Wire search and upload; returns the upload event (for panels that follow the collection)."""
         searched = [
             self.search_btn.click(self.search, [self.query], [self.table, self.found], api_name="search"),
@@ -90,12 +92,12 @@ class CollectionPanel:
             event.then(lambda found: table_caption(*found), [self.found], [self.caption], api_visibility="private")
         return uploaded
 
-    def refreshed(self) -> tuple[Any, ...]:
+    def refreshed(self) -> tuple[object, ...]:
         """The table, its caption and (papers found, query) of the collection as it is now."""
         rows = paper_rows(self.library.map, self.library.papers)
         return paper_table(self.library.map, rows), table_caption(len(rows)), (len(rows), "")
 
-    def search(self, query: str | None) -> dict[Any, Any]:
+    def search(self, query: str | None) -> dict[Component, object]:
         """The table of the papers matching every word of the query (of every paper for an empty one), and
         (papers found, query) for its caption."""
         query = query or ""
@@ -105,7 +107,7 @@ class CollectionPanel:
 
     def add_files(
         self, files: list[str] | None, replace: bool = False, progress: gr.Progress = gr.Progress()  # noqa: B008
-    ) -> Iterator[dict[Any, Any]]:
+    ) -> Iterator[dict[Component, object]]:
         """Check the uploaded files and index them in the background (`IngestJob`): the summary says
         "Indexing …" at once and counts up, answers keep coming from the committed collection meanwhile;
         the summary, table and status show the result when the ingest ends. Without `replace`, papers already

@@ -9,9 +9,10 @@ browser opens nothing.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import gradio as gr
+from gradio.components import Component
+from gradio.events import Dependency
 
 from rag_bot.surfaces.ui.base import Library, Shared, owner_of
 from rag_bot.surfaces.ui.chat import ChatPanel
@@ -47,14 +48,14 @@ class HistoryPanel:
             return f"Conversations are not being saved: {markdown_text(self.store.error or 'unknown error')}."
         return EMPTY if count == 0 else f"{count} saved conversation{'s' if count != 1 else ''} (newest first)."
 
-    def listing(self, owner: str, current: str | None) -> dict[Any, Any]:
+    def listing(self, owner: str, current: str | None) -> dict[Component, object]:
         """The list of `owner`'s conversations, `current` selected."""
         saved = self.store.recent(owner)
         choices = [(conversation_label(s.title, s.updated, s.turns), s.id) for s in saved]
         value = current if any(s.id == current for s in saved) else None
         return {self.list: gr.Radio(choices=choices, value=value), self.note: self.notice(len(saved))}
 
-    def register_events(self, app: Any, answered: list[Any]) -> None:
+    def register_events(self, app: gr.Blocks, answered: list[Dependency]) -> None:
         chat = self.chat
         shown = [chat.chatbot, self.shared.turns, self.shared.conversation, chat.sources.html, chat.export,
                  *chat.cite.values(), chat.last_answer, self.browser, self.list, self.note]
@@ -66,32 +67,33 @@ class HistoryPanel:
         self.list.input(self.open, [self.list], shown, api_visibility="private")
         self.delete_btn.click(self.delete, [self.list, self.shared.conversation], shown, api_visibility="private")
 
-    def restore(self, conversation: Any, request: gr.Request) -> dict[Any, Any]:
+    def restore(self, conversation: object, request: gr.Request) -> dict[Component, object]:
         """On page load: the conversation this browser had open, if it is still there and the user's."""
         owner = owner_of(request)
-        saved = self.store.load(conversation, owner) if isinstance(conversation, str) else None
-        current = conversation if saved else None
+        given = conversation if isinstance(conversation, str) else None
+        saved = self.store.load(given, owner) if given is not None else None
+        current = given if saved else None
         return (self.chat.show_saved(current, saved or [], request) | {self.browser: current}
                 | self.listing(owner, current))
 
-    def saved(self, conversation: str | None, request: gr.Request) -> dict[Any, Any]:
+    def saved(self, conversation: str | None, request: gr.Request) -> dict[Component, object]:
         """After an answer: remember the conversation in the browser and refresh the list."""
         return {self.browser: conversation} | self.listing(owner_of(request), conversation)
 
-    def cleared(self) -> dict[Any, Any]:
+    def cleared(self) -> dict[Component, object]:
         return {self.browser: None, self.list: gr.Radio(value=None)}
 
-    def open(self, conversation: Any, request: gr.Request) -> dict[Any, Any]:
+    def open(self, conversation: object, request: gr.Request) -> dict[Component, object]:
         owner = owner_of(request)
         saved = self.store.load(conversation, owner) if isinstance(conversation, str) else None
-        if not saved:
+        if not saved or not isinstance(conversation, str):
             gr.Warning("That conversation is gone (deleted, or not yours).")
             return self.listing(owner, None)
         log.info("conversation reopened (%d turns)", len(saved))
         return self.chat.show_saved(conversation, saved, request) | {self.browser: conversation} | self.listing(
             owner, conversation)
 
-    def delete(self, selected: Any, current: str | None, request: gr.Request) -> dict[Any, Any]:
+    def delete(self, selected: object, current: str | None, request: gr.Request) -> dict[Component, object]:
         """Delete the selected conversation; the chat starts afresh if it was the one on screen."""
         owner = owner_of(request)
         if not isinstance(selected, str) or not self.store.delete(selected, owner):

@@ -8,7 +8,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from rag_bot.engine import Engine
+    from rag_bot.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -19,18 +23,18 @@ class PendingEngine:
     """An `Engine` being built: its `settings` at once, every other attribute once it is ready (the caller waits;
     a build that failed raises its error)."""
 
-    def __init__(self, settings: Any) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.progress = LOADING
         self._ready = threading.Event()
-        self._engine: Any = None
+        self._engine: Engine | None = None
         self._error: BaseException | None = None
 
     @property
     def ready(self) -> bool:
         return self._ready.is_set()
 
-    def start(self, build: Callable[[PendingEngine], Any], on_ready: Callable[[Any], None],
+    def start(self, build: Callable[[PendingEngine], Engine], on_ready: Callable[[Engine], None],
               on_error: Callable[[BaseException], None]) -> threading.Thread:
         """Build the engine in a thread: `build(self)` returns it, `on_ready(engine)` runs before any waiting
         caller is let through; `on_error(exc)` when the build fails."""
@@ -50,13 +54,13 @@ class PendingEngine:
         thread.start()
         return thread
 
-    def wait(self, timeout: float | None = None) -> Any:
+    def wait(self, timeout: float | None = None) -> Engine:
         """The engine, once built."""
         if not self._ready.wait(timeout):
             raise TimeoutError("the collection is still loading")
         if self._error is not None:
             raise self._error
-        return self._engine
+        return cast("Engine", self._engine)  # set before `_ready` by every build that did not fail
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):

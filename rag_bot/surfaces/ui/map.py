@@ -13,10 +13,10 @@ from __future__ import annotations
 import html
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 import gradio as gr
 import numpy as np
+from gradio.events import Dependency
 
 from rag_bot.surfaces.collection_map import CollectionMap
 from rag_bot.surfaces.ui import render
@@ -172,6 +172,6 @@ class MapPanel:
                 f'<button class="map-ask" data-title="{html.escape(title, quote=True)}">Ask about this paper'
                 f"</button></div>")
 
-    def refresh_legend(self, event: Any) -> None:
+    def refresh_legend(self, event: Dependency) -> None:
         """Rename and recount the topics after `event` (an upload)."""
         event.then(lambda: map_legend(self.library.map), None, [self.legend], api_visibility="private")
