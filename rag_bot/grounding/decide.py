@@ -2,7 +2,7 @@
 papers become its sources. One fitted decision for every mode and every answer writer.
 
 Each candidate paper gets the probability that it belongs to the answer (rag_bot/grounding/relevance.py: one logistic
-model over its signals, fitted on labelled pairs by bench/relevance_fit.py). The collection answers when the best
+model over its signals, fitted on labelled pairs by bench/fit/relevance.py). The collection answers when the best
 paper's probability reaches the fitted answer cut (or the question names a paper); the sources are the papers
 over the mode's fitted cut. When a question joins concepts ("X for Y") and no paper answers it, grounding finds
 which part the collection lacks, in the question's own phrases (a `Missing`; writing says it in words).

@@ -2,7 +2,7 @@
 
 Each candidate paper of a question gets a row of signals (`FEATURES`: its dense similarity, its best sentence's,
 word coverage, concepts held by meaning and by words, where it stands among the other candidates), and a logistic
-function fitted on labelled pairs (bench/relevance_fit.py, docs/eval.md) turns the row into a probability: one
+function fitted on labelled pairs (bench/fit/relevance.py, docs/eval.md) turns the row into a probability: one
 for a direct answer, one for an area (summary, comparison). Grounding reads two cuts per family, fitted with it:
 whether the collection answers at all (the best paper's probability), and which papers are sources (an area's
 fitted per collection size). The model file records the data and the commit it was fitted on, the embedding model

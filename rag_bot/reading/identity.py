@@ -21,10 +21,10 @@ from rag_bot.types import Paper
 KINDS = ("doi", "arxiv", "openreview", "s2")
 # Four words: among the 22,148 real abstracts (../shared/data), 20 pairs share a title of four or more words and
 # every one is the same paper twice (abstract word overlap 0.53-1.0, a workshop and a conference version); the one
-# pair of different papers sharing a title has three words (bench/identity_titles.py).
+# pair of different papers sharing a title has three words (bench/fit/identity_titles.py).
 MIN_TITLE_WORDS = 4
 # Two records that share a key are one paper only when their abstracts' word sets overlap (Jaccard) at least this
-# much. bench/identity_texts.py on the 22,148 real abstracts: the 20 same-paper pairs (a shared title of four or
+# much. bench/fit/identity_texts.py on the 22,148 real abstracts: the 20 same-paper pairs (a shared title of four or
 # more words) overlap 0.53-1.0 (median 0.81); 200,000 random pairs of different papers at most 0.29; each abstract's
 # nearest abstract under another title overlaps 0.21 at the median and 0.31 at the 99th percentile, and 19 of those
 # 19,486 pairs reach 0.5, most of them one paper retitled or revised (wsnet 0.96, dropmax 0.86), the lowest two

@@ -3,10 +3,10 @@
 Why: a paper is one Chroma record, and a long string is stored in pieces of 900 bytes (rag_bot/store/records.py),
 each piece a metadata key; Chroma's folder store refuses a record of about 5,460 keys or more, and a refused record
 leaves the store unreadable for good. With every field within these limits a paper is at most a few hundred keys
-(the worst case, every character escaped, is computed in tests/test_limits.py).
+(the worst case, every character escaped, is computed in tests/reading/test_limits.py).
 
 Each limit is the largest real value times about 4, rounded up; measured on the 22,148 real records of
-shared/data/ml_abstracts.jsonl.gz by bench/field_limits.py (the figures are beside each constant). A record over a
+shared/data/ml_abstracts.jsonl.gz by bench/fit/field_limits.py (the figures are beside each constant). A record over a
 limit is reported and skipped (an import refuses the whole file: it writes all or nothing); abstracts and titles are
 still cut to size below their limit, as before, and skipped only past it."""
 
@@ -44,7 +44,7 @@ METADATA_KEYS = 44
 KEY_CHARS = 48
 VALUE_CHARS = 800
 # One line of a JSONL corpus or of an exported collection, in characters: a record within every limit written with
-# every character as a \\u escape (the worst case, tests/test_limits.py) stays under it; the longest real line has
+# every character as a \\u escape (the worst case, tests/reading/test_limits.py) stays under it; the longest real line has
 # 4,956 bytes. A longer line is skipped as it streams, never held whole.
 LINE_CHARS = 4_000_000
 

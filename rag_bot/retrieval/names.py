@@ -30,7 +30,7 @@ _NAME_WORD = re.compile(r"[A-Za-z]*[a-z0-9][A-Z]|[A-Z]{2,}|\d")
 TITLE_NAME_CHARS = 40  # longest title name kept (the longest self-named title's name in the 22,148 records: 25)
 LONGEST_NAME_TOKENS = 4  # question words a name may span (title names are at most four words)
 # A name held by more than this share of the papers besides its own is a concept of the field (SGD, LLMs, VAE). Set
-# by `python bench/names_lookup.py --share ...` on the part not locked: at 22,148 papers 0.0005 / 0.002 / 0.005 / no
+# by `python -m bench.eval.names_lookup --share ...` on the part not locked: at 22,148 papers 0.0005 / 0.002 / 0.005 / no
 # limit named a self-named title's paper first 0.988 / 0.989 / 0.990 / 0.990, both of a pair 0.995 / 0.996 / 0.998 /
 # 1.0, and let the 173 judged questions name a paper they are not about 1 / 2 / 5 / 25 times (docs/eval.md).
 COMMON_SHARE = 0.002

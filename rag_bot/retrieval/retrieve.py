@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 # Reciprocal-rank fusion constant. 20, not the customary 60: with thousands of papers a paper ranked first by one
 # retriever and absent from the other's list sank below papers both rank modestly (60: dev R@5 0.820 at 22,186
-# papers, MRR@10 0.843 at 3,202; 20: 0.885 and 0.862; the seeds and CSFCube unchanged: bench/fusion.py).
+# papers, MRR@10 0.843 at 3,202; 20: 0.885 and 0.862; the seeds and CSFCube unchanged: bench/eval/fusion.py).
 RRF_K = 20
 LONG_QUESTION_WORDS = 25
 FEEDBACK_PAPERS = 10  # top papers whose abstracts feed back into a long question
@@ -45,7 +45,7 @@ FEEDBACK_PAPERS = 10  # top papers whose abstracts feed back into a long questio
 # keeping the allowed ones, or, when that would take more than LIST_ABOVE neighbours, by passing Chroma the list of
 # its papers, at most IN_LIMIT of them (SQLite refuses a query of more than 32,766 variables: at 300,000 papers a
 # filter of years 2019-2021 failed so; Chroma reads a query's results by a list of ids too, hence MAX_NEIGHBOURS).
-# LIST_ABOVE is where the two cost the same on 100,000 papers (bench/filter_limit.py, load 1.8: 1,600 neighbours
+# LIST_ABOVE is where the two cost the same on 100,000 papers (bench/perf/filter_limit.py, load 1.8: 1,600 neighbours
 # 102 ms against the list's 144 ms; 4,000 neighbours 197 ms against 96 ms; docs/benchmarks.md).
 IN_LIMIT = 20_000
 OVERFETCH = 2.0

@@ -152,7 +152,7 @@ def _disk_full(exc: BaseException, cause: str, reading: bool = False) -> bool:
 
 # Chroma applies its log when a store is opened or read, so on a full disk reads fail with causes that do not say
 # so ("Failed to apply logs to the metadata segment"). The failed reads of the tmpfs runs behind
-# tests/test_disk_full.py left 0.2 to 1.4 MB free, and one ingest batch of 256 papers writes about 1.5 MB: below
+# tests/store/test_disk_full.py left 0.2 to 1.4 MB free, and one ingest batch of 256 papers writes about 1.5 MB: below
 # 4 MiB free, a failed read is taken as the full disk it most likely is.
 _NEARLY_FULL = 4 << 20
 

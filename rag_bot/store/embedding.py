@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8"
 DIMENSIONS = 384
 # Word pieces per model call (padding included): 16 abstracts of 256, or 128 sentences of 32. Measured in
-# bench/embed_reference.py; it bounds the onnxruntime arena too.
+# bench/perf/embed_reference.py; it bounds the onnxruntime arena too.
 TOKEN_BUDGET = 4096
 MAX_BATCH = 128
 QUERY_CACHE = 256  # questions whose vectors are kept
@@ -54,7 +54,7 @@ def onnx_session(model: Path) -> Any:
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.inter_op_num_threads = 1
     # No busy-waiting between operators: on a shared or busy machine the spinning threads burned a fifth to a third
-    # of the CPU time of an answer's sentence embedding (bench/vectors.py --pass-cost; docs/benchmarks.md).
+    # of the CPU time of an answer's sentence embedding (bench/eval/vectors.py --pass-cost; docs/benchmarks.md).
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     # No memory pattern: onnxruntime would keep a planned arena per batch shape seen, so an ingest's memory grew
     # with every new (batch, length) pair (1,000 abstracts: peak 1,242 -> 819 MiB; docs/benchmarks.md).

@@ -5,7 +5,7 @@ four times (the metadata row, the string-value index, and its FTS5 trigram index
 text); a metadata string twice. And a string longer than about 1,000 bytes overflows SQLite's index page: each
 such value costs a whole 4 KiB overflow page in the string-value index. So a long string is stored in pieces of at
 most `PIECE` bytes (`key`, `key:1`, `key:2`, ... and `key:pieces`, their number). Measured on 3,000 real abstracts
-(about 1,000 bytes of text each; bench/record_layout.py): 9.47 KB a paper record as a document, 5.29 KB as one
+(about 1,000 bytes of text each; bench/perf/record_layout.py): 9.47 KB a paper record as a document, 5.29 KB as one
 metadata string, 3.73 KB in pieces. Records written by older versions (text as the document) are read as they are.
 
 Chroma's upsert merges a record's metadata with the stored one, so a writer sets `key:pieces` of every short string

@@ -3,7 +3,7 @@
 One SQLite table in the `sentences` cache folder (`vectors.sqlite3`): a row per paper, its doc_id, the key
 of what was embedded (rag_bot/store/sentences.py), its number of sentences and the packed vectors as a blob. They
 were a metadata string of a Chroma collection, which SQLite keeps twice (the row and Chroma's string index) and in
-base64: 9.2 KB a paper at a million papers' scale, against 2.7 KB here (bench/sentence_file.py). SQLite, not a file
+base64: 9.2 KB a paper at a million papers' scale, against 2.7 KB here (bench/perf/sentence_file.py). SQLite, not a file
 format of our own: several processes (the chat, an ingest, the CLI) read and write it at once, a row at a time, each
 write a transaction. The file records the format of its rows (`PRAGMA user_version`): a file of another is emptied.
 """
@@ -20,7 +20,7 @@ from rag_bot.store.caches import CacheOwner, DerivedCache
 # The format is how a paper's vectors are packed (rag_bot/store/sentences.py: int8 codes, a scale per sentence).
 SENTENCES = DerivedCache("sentences", format=1)
 SENTENCE_FILE = "vectors.sqlite3"
-# bench/sentence_file.py, 20,000 real abstracts (6.3 sentences, 2.44 KB of vectors a paper): 2.74 KB a paper on
+# bench/perf/sentence_file.py, 20,000 real abstracts (6.3 sentences, 2.44 KB of vectors a paper): 2.74 KB a paper on
 # disk with 16 KiB pages, 3.47 KB with SQLite's default 4 KiB (a row does not fit a page's remainder).
 PAGE_SIZE = 16384
 BATCH = 500  # ids per statement (SQLite's limit on parameters is 32,766)

@@ -4,7 +4,7 @@ The role model (rag_bot/writing/roles.py) calls a sentence problem when that is 
 problem sentence reads background- or method-likelier ("SAEs decompose …, yet existing methods require …", "However,
 existing methods often process …") then had no Problem cell. Here a few signals of each sentence (its role
 probabilities, a contrast or difficulty word, its place) are combined by a logistic regression fitted by
-bench/problem_cell_fit.py on the labelled abstracts' fit part, with role probabilities from role models that did not
+bench/fit/problem_cell.py on the labelled abstracts' fit part, with role probabilities from role models that did not
 see the abstract; the most problem-like sentence fills the cell when its score reaches the fitted cut.
 """
 

@@ -1,7 +1,7 @@
 """What each sentence of an abstract does: background, problem, method, result, or other.
 
 A sentence's signals are its MiniLM vector (its own words, by meaning) and its place in the abstract; one softmax
-regression, fitted on labelled sentences by bench/roles_fit.py (accuracy per role in docs/eval.md; loaded by
+regression, fitted on labelled sentences by bench/fit/roles.py (accuracy per role in docs/eval.md; loaded by
 rag_bot/fitted.py), gives its role.
 The vectors are the sentence index's (rag_bot/store/sentences.py), so roles cost no extra model call.
 """

@@ -3,7 +3,7 @@
 A heading's candidates are the phrases (one or two words) that every paper of the group names in its title or in
 what it does (its method and problem sentences, rag_bot/writing/roles.py), not in the benchmarks its results name. Each
 candidate gets a probability of fitting the group from a logistic function of its `heading_signals`, fitted by
-bench/themes_fit.py on headings that readers judged (bench/data/heading_judgements.jsonl) and loaded by
+bench/fit/themes.py on headings that readers judged (bench/data/heading_judgements.jsonl) and loaded by
 rag_bot/fitted.py; the likeliest heads the group when it reaches the fitted cut, and the group has no heading
 otherwise: no heading rather than a wrong one.
 """

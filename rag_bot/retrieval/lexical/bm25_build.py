@@ -1,12 +1,12 @@
 """BM25's score matrix, built from each paper's distinct words and their counts, as `bm25s.BM25.index` builds it
 from every paper's token list: the same numbers in the same layout (a words x papers CSC matrix, float32 scores;
-tests/test_bm25_build.py compares the two), and the same saved files, which bm25s loads and searches.
+tests/retrieval/lexical/test_bm25_build.py compares the two), and the same saved files, which bm25s loads and searches.
 
 bm25s holds every paper's token list, then three arrays of every (paper, word) pair, then sorts them with int64
 copies. Here the input is what the lexical cache keeps anyway (the distinct word ids of each paper, `DocTerms`),
 with the counts beside it and the papers' lengths. The pairs are scored and put in place a slice at a time (a
 counting sort by word, so each word's papers stay in paper order). At a million papers the build's own memory is
-2,974 MiB instead of 4,400, and it takes 439 s instead of 461 (bench/lexicon_build.py).
+2,974 MiB instead of 4,400, and it takes 439 s instead of 461 (bench/perf/lexicon_build.py).
 """
 
 from __future__ import annotations

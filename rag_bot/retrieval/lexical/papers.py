@@ -7,7 +7,7 @@ is read without the others.
 A record is a JSON line of a paper's fields (1.32 KB on average at a million simulated papers). Alone, zlib takes it
 to 0.73 KB; primed with 32 KB of the collection's first records (zlib's window, so no larger dictionary helps), to
 0.53 KB, and a record is unpacked in about 8 µs (level 6, zlib's default: 79 µs to pack; level 9 gains 1 byte for
-93 µs, level 1 costs 90 bytes; bench/record_packing.py on 20,000 records of the million). At a million papers the
+93 µs, level 1 costs 90 bytes; bench/perf/record_packing.py on 20,000 records of the million). At a million papers the
 cache's records take 0.53 GB instead of 1.32.
 """
 

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 ANSWER_CONCURRENCY = 8
 # Failed-login pairs (user, client) kept at most (LoginThrottle): 440 bytes a pair measured with tracemalloc
 # (10,000 names from 10,000 addresses: 4.4 MB in all), while a site's real users from their addresses make a few
-# hundred pairs; a flood of made-up names beyond it drops the oldest first (tests/test_ui.py).
+# hundred pairs; a flood of made-up names beyond it drops the oldest first (tests/surfaces/ui/test_app.py).
 MAX_LOGIN_ENTRIES = 10_000
 
 CSS = """
