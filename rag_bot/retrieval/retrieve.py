@@ -124,11 +124,12 @@ class Snapshot:
 
 def _nearest(
     collection: Any, embedding: Any, k: int, size: int, key: str | None, allowed: Allowed | None, papers: int,
+    list_above: int = LIST_ABOVE, in_limit: int = IN_LIMIT,
 ) -> list[tuple[str, float]]:
     """(doc_id, distance) of a collection's `k` nearest records, only of `allowed` papers when given: by asking
     for more neighbours than `k` and keeping the allowed ones (more again until `k` are found or the collection is
-    exhausted), or, for a filter so narrow that would take more than LIST_ABOVE neighbours, by passing Chroma the
-    list of its papers (exact; at most IN_LIMIT). `key` names the metadata holding a record's paper (None: the
+    exhausted), or, for a filter so narrow that would take more than `list_above` neighbours, by passing Chroma the
+    list of its papers (exact; at most `in_limit`). `key` names the metadata holding a record's paper (None: the
     record's id is the paper's)."""
     def query(n: int, **where: Any) -> list[tuple[str, float]]:
         got = collection.query(query_embeddings=[embedding], n_results=min(n, size),
@@ -140,7 +141,7 @@ def _nearest(
     if allowed is None:
         return query(k)
     n = min(math.ceil(k * papers / len(allowed) * OVERFETCH), MAX_NEIGHBOURS)
-    if n > LIST_ABOVE and len(allowed) <= IN_LIMIT:
+    if n > list_above and len(allowed) <= in_limit:
         ids = sorted(allowed)
         return query(k, where={key: {"$in": ids}}) if key else query(k, ids=ids)
     while True:
@@ -151,14 +152,19 @@ def _nearest(
 
 
 class PaperRetriever(BaseRetriever):
-    """llama-index retriever whose nodes are whole papers, ranked by fused dense + BM25 evidence."""
+    """llama-index retriever whose nodes are whole papers, ranked by fused dense + BM25 evidence.
 
-    def __init__(self, index: PaperIndex, settings: Settings) -> None:
+    `list_above` and `in_limit` are when a filter reaches Chroma as the list of its papers (`_nearest`)."""
+
+    def __init__(self, index: PaperIndex, settings: Settings, list_above: int = LIST_ABOVE,
+                 in_limit: int = IN_LIMIT) -> None:
         super().__init__()
         import Stemmer
 
         self.index = index
         self.settings = settings
+        self.list_above = list_above
+        self.in_limit = in_limit
         self._stemmer = Stemmer.Stemmer("english")
         self._snapshot = Snapshot()
         self.reload()
@@ -201,7 +207,8 @@ class PaperRetriever(BaseRetriever):
     ) -> Callable[[], dict[str, float]]:
         """Start `_dense`'s two searches (chunks, whole abstracts) side by side and return what waits for them: the
         caller does its own work (BM25) meanwhile. Through a Chroma server each search is an HTTP round trip."""
-        searches = [_SEARCHES.submit(_nearest, collection, embedding, k, size, key, allowed, len(snap.ids))
+        searches = [_SEARCHES.submit(_nearest, collection, embedding, k, size, key, allowed, len(snap.ids),
+                                     self.list_above, self.in_limit)
                     for collection, size, key in ((self.index.chunks, snap.chunks, "doc_id"),
                                                   (self.index.papers, len(snap.ids), None)) if size]
 

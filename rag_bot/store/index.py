@@ -116,18 +116,19 @@ class PaperIndex(PaperReads):
         prune: bool = False,
         progress: Callable[[int], None] | None = None,
         replace: bool = True,
+        batch_papers: int = BATCH_PAPERS,
     ) -> IngestReport:
         """Add new and changed papers (re-embedding only those); with `prune`, drop papers not given; without
         `replace`, a stored paper whose id comes again with other content is left as it is (`not_replaced`).
 
         `papers` is read once, in order (a `corpus.PaperStream` reads its files as it goes): papers are embedded
-        and written `BATCH_PAPERS` at a time, so memory does not grow with the input; only their ids are kept."""
+        and written `batch_papers` at a time, so memory does not grow with the input; only their ids are kept."""
         if self.write_failed:
             self.reopen()
         self.check_embedder()  # even when nothing is to embed: "unchanged" would vouch for another model's vectors
         with self.writer_lock(wait=True):
             try:
-                return self._ingest(papers, prune, progress, replace)
+                return self._ingest(papers, prune, progress, replace, batch_papers)
             except StoreError:
                 if self.write_failed:  # keep serving: whole vector files, a fresh connection, no half-written paper
                     try:
@@ -147,6 +148,7 @@ class PaperIndex(PaperReads):
         prune: bool,
         progress: Callable[[int], None] | None,
         replace: bool = True,
+        batch_papers: int = BATCH_PAPERS,
     ) -> IngestReport:
         report = IngestReport()
         stored, known = self._stored()
@@ -207,7 +209,7 @@ class PaperIndex(PaperReads):
                 report.updated += 1
             else:
                 report.added += 1
-            if len(todo) == BATCH_PAPERS:
+            if len(todo) == batch_papers:
                 flush()
         if todo:
             flush()
