@@ -32,6 +32,9 @@ MEASURED = ("similarity", "sentence", "coverage", "weakest", "held", "joined", "
 # part at 3,000 and 22,000 papers; docs/eval.md).
 SHARES = ("similarity", "sentence", "coverage")
 FEATURES = MEASURED + tuple(f"{name} share" for name in SHARES)
+# The candidates a model file from before they were recorded was fitted among: retrieval's top 10 for a direct
+# answer, its top 40 for an area (then the fixed counts; now RAG_BOT_ASK_CANDIDATES and RAG_BOT_AREA_CANDIDATES).
+CANDIDATES_BEFORE_RECORD = {"ask": 10, "area": 40}
 MARGIN_NEIGHBOURS = 4  # papers below a paper (by similarity) whose mean similarity sets its margin
 # The signals that are cosines of another model's vectors (`Calibration` maps them): a paper's similarity, and its
 # sentences' (the best sentence's, and the weakest concept's best).
@@ -99,6 +102,9 @@ class RelevanceModel:
     # That model's statistics on generated known items and near misses (calibrate.measure), for other models'
     # calibration; empty in a model file from before them.
     reference: dict = field(default_factory=dict)
+    # How many candidates the signals were measured among, per family (Settings ask_candidates, area_candidates):
+    # a paper's rank, gap, margin and shares mean something else among another number.
+    candidates: dict[str, int] = field(default_factory=lambda: dict(CANDIDATES_BEFORE_RECORD))
     calibration: Calibration | None = None  # set for another embedder's store (calibration_file.model_for)
 
     @staticmethod
@@ -125,8 +131,8 @@ class RelevanceModel:
         def part(w: Weights) -> dict[str, object]:
             return {"mean": list(w.mean), "scale": list(w.scale), "weights": list(w.weights), "bias": w.bias}
         return json.dumps({"features": list(FEATURES), "ask": part(self.ask), "area": part(self.area),
-                           "cuts": self.cuts, "fitted_on": self.fitted_on, "embedder": self.embedder,
-                           "reference": self.reference}, indent=1) + "\n"
+                           "cuts": self.cuts, "candidates": self.candidates, "fitted_on": self.fitted_on,
+                           "embedder": self.embedder, "reference": self.reference}, indent=1) + "\n"
 
 
 @lru_cache(maxsize=4)
@@ -141,7 +147,8 @@ def load(path: Path = MODEL_FILE) -> RelevanceModel:
                        bias=float(d["bias"]))
     return RelevanceModel(ask=part(data["ask"]), area=part(data["area"]), cuts=data["cuts"],
                           fitted_on=str(data.get("fitted_on", "")), embedder=str(data.get("embedder", "")),
-                          reference=dict(data.get("reference", {})))
+                          reference=dict(data.get("reference", {})),
+                          candidates={k: int(v) for k, v in data.get("candidates", CANDIDATES_BEFORE_RECORD).items()})
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,6 @@ LIST_ABOVE = 2_500
 MAX_NEIGHBOURS = 20_000
 # Chroma searches in flight at once (each question sends two; a few chat users' questions share the threads).
 _SEARCHES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="rag-bot-search")
-AREA_CANDIDATES = 40  # papers retrieved for a summary or a comparison by topic (grounding keeps those on topic)
 # Endings that leave a real word when cut ("models", "processor", "logical"): a word cut by them is not a typo.
 _ENDINGS = {"s", "d", "r", "y", "e", "n", "es", "ed", "er", "or", "al", "ly", "ic", "en", "ty", "st", "rs", "ds"}
 
@@ -342,9 +341,10 @@ class PaperRetriever(BaseRetriever):
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         """The query engine's retrieval: ranked papers as nodes, plus the previous turn's papers for a follow-up."""
         area = isinstance(query_bundle, PaperQuery) and query_bundle.mode in ("summary", "compare")
-        # An area (summary, comparison by topic) may hold many papers: grounding decides which are on topic.
-        papers = self.retrieve_papers(query_bundle.query_str, top_k=max(AREA_CANDIDATES, self.settings.top_k)
-                                      if area else None,
+        # An area (summary, comparison by topic) may hold many papers: grounding decides which are on topic. The
+        # counts are the ones the relevance model was fitted with (its rank and shares are among them), not top_k.
+        count = self.settings.area_candidates if area else self.settings.ask_candidates
+        papers = self.retrieve_papers(query_bundle.query_str, top_k=count,
                                       filters=query_bundle.filters if isinstance(query_bundle, PaperQuery) else None)
         if isinstance(query_bundle, PaperQuery) and query_bundle.carry_over:
             collection = self.papers
