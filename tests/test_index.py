@@ -16,10 +16,11 @@ import numpy as np
 import pytest
 
 from rag_bot.engine import Engine
+from rag_bot.errors import StoreError
 from rag_bot.reading.records import make_paper
 from rag_bot.settings import Settings
 from rag_bot.store.embedding import MiniLMEmbedding
-from rag_bot.store.index import PaperIndex, StoreError
+from rag_bot.store.index import PaperIndex
 
 from .conftest import free_port
 
