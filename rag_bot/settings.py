@@ -134,7 +134,19 @@ class Settings(BaseSettings):
     )
 
     # --- retrieval --------------------------------------------------------------------------------
-    top_k: int = Field(10, ge=1, description="Papers returned by retrieval (the JSON lists up to 10).")
+    top_k: int = Field(10, ge=1, description="Papers a search returns when it is given no count "
+                       "(`PaperRetriever.retrieve_papers`); an answer's candidates are `ask_candidates` or "
+                       "`area_candidates`, whatever this is.")
+    # The relevance model's signals (a paper's rank, its gap and margin to the others, its shares of the best) are
+    # measured among these many candidates: a count other than the one it was fitted with (relevance_model.json
+    # `candidates`) is refused when a question is grounded (rag_bot/grounding/decide.py `candidate_mismatch`).
+    ask_candidates: int = Field(10, ge=1, description="Papers retrieved for a direct answer, all weighed by "
+                                "grounding; must be the count the relevance model was fitted with.")
+    area_candidates: int = Field(40, ge=1, description="Papers retrieved for a summary or a comparison by topic "
+                                 "(grounding keeps those on topic); must be the count the relevance model was "
+                                 "fitted with.")
+    retrieved_in_answer: int = Field(10, ge=1, description="Ranked papers an answer lists in its `retrieved` (at "
+                                     "most the mode's candidates).")
     chunk_candidates: int = Field(40, ge=1, description="Chunks fetched from each retriever before fusion.")
     retrieval: Literal["hybrid", "dense", "bm25"] = Field(
         "hybrid", description="Retriever: dense, BM25, or both fused (see docs/eval.md)."

@@ -334,6 +334,7 @@ def retrieve_for(engine):
 def main() -> int:
     from rag_bot.fitted import record
     from rag_bot.grounding.relevance import FEATURES, MEASURED, RelevanceModel, Weights, load, with_shares
+    from rag_bot.settings import Settings
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", nargs="*", type=int, default=[38, 3000, 22000])
@@ -420,7 +421,9 @@ def main() -> int:
         cuts[family] = {"answer": [[size, round(max(answer, cut), 4)] for size, cut in source], "source": source}
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
+    settings = Settings()  # the candidate counts the rows were measured among (RAG_BOT_ASK/AREA_CANDIDATES)
     model = RelevanceModel(ask=families["ask"], area=families["area"], cuts=cuts, embedder=embedder,
+                           candidates={"ask": settings.ask_candidates, "area": settings.area_candidates},
                            reference=statistics, provenance=record("bench/fit/relevance.py", [DEV, QUESTIONS, PAIRS],
                            f"bench/fit/relevance.py at {commit}: {len(y)} pairs ({int(y.sum())} relevant), "
                            f"sizes {args.sizes}, fit part only"))

@@ -47,7 +47,7 @@ def main() -> int:
         for way, above in (("list", 0), ("more_neighbours", 10**9)):
             if way == "list" and len(allowed) > retrieve.IN_LIMIT:
                 continue  # SQLite refuses a long list
-            retrieve.LIST_ABOVE = above
+            retriever.list_above = above
             times = []
             for vector in vectors:
                 t = time.perf_counter()

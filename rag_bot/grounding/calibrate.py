@@ -94,7 +94,7 @@ def measure(items: Sequence[KnownItem], retrieve: Callable[[str], list[ScoredPap
         papers = retrieve(item.question)
         text = topic_query(item.question)
         topic = topic_of(text, sentences.query_vector(text), sentences.embedder.embed)
-        chosen = candidates(papers, "ask")
+        chosen = candidates(papers, "ask", grounding.settings.ask_candidates)
         vectors = sentences.batched([p.paper for p in chosen])
 
         def held_out(paper: Paper, item: KnownItem = item,

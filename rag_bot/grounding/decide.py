@@ -24,7 +24,7 @@ from rag_bot.grounding import relevance
 from rag_bot.grounding.calibration_file import model_for
 from rag_bot.grounding.relevance import RelevanceModel, Topic, covers
 from rag_bot.nodes import PaperQuery, scored_paper
-from rag_bot.settings import Settings
+from rag_bot.settings import Settings, SettingsError, variable
 from rag_bot.store.sentences import SentenceIndex
 from rag_bot.topics import is_request, question_concepts, topic_acronyms, topic_phrase, topic_query, topic_words
 from rag_bot.types import Grounding, Missing, Mode, ScoredPaper
@@ -35,7 +35,6 @@ log = logging.getLogger(__name__)
 ASK_PAPERS = 4  # a direct answer
 AREA_PAPERS = 40  # a summary (the most central are summarised, the rest listed)
 COMPARE_PAPERS = 4  # a comparison by topic
-ASK_CANDIDATES = 10  # candidates of a direct answer whose probability is computed (retrieval's top 10)
 
 
 def topic_of(topic: str, vector: np.ndarray, embed: Callable[[list[str]], np.ndarray]) -> Topic:
@@ -47,10 +46,24 @@ def topic_of(topic: str, vector: np.ndarray, embed: Callable[[list[str]], np.nda
                  acronyms=topic_acronyms(topic))
 
 
-def candidates(papers: Sequence[ScoredPaper], mode: Mode) -> list[ScoredPaper]:
-    """The papers whose probability is computed: retrieval's top ten for a direct answer, all it found for an
-    area (it retrieves more for one)."""
-    return list(papers[:ASK_CANDIDATES]) if mode == "ask" else list(papers)
+def candidates(papers: Sequence[ScoredPaper], mode: Mode, ask_candidates: int) -> list[ScoredPaper]:
+    """The papers whose probability is computed: retrieval's top `ask_candidates` for a direct answer, all it
+    found for an area (it retrieves more for one)."""
+    return list(papers[:ask_candidates]) if mode == "ask" else list(papers)
+
+
+def candidate_mismatch(settings: Settings, model: RelevanceModel) -> str | None:
+    """Why the settings' candidate counts cannot be grounded with this model (one line naming the variable, the
+    fitted count and the fix), or None when they are the ones it was fitted with."""
+    for family, name, what in (("ask", "ask_candidates", "a direct answer"),
+                               ("area", "area_candidates", "a summary or a comparison")):
+        count, fitted = getattr(settings, name), model.candidates.get(family)
+        if fitted is not None and count != fitted:
+            return (f"{variable(name)}={count}, but the relevance model was fitted with {fitted} candidates for "
+                    f"{what}: its signals (a paper's rank, gap, margin and shares among them) would mean something "
+                    f"else; unset {variable(name)}, or refit the model with it set (python -m bench.fit.relevance "
+                    f"--write)")
+    return None
 
 
 def ground(
@@ -138,14 +151,18 @@ class GroundingPostprocessor(BaseNodePostprocessor):
         (`text`: the question without the words that ask for a mode, `topic_query`)."""
         text = text or topic_query(query.question)
         topic = topic_of(text, self.sentences.query_vector(text), self.sentences.embedder.embed)
-        chosen = candidates(papers, query.mode)
+        chosen = candidates(papers, query.mode, self.settings.ask_candidates)
         # The candidates' sentence vectors are made ready together (one model call for those not yet stored).
         vectors = self.sentences.batched([p.paper for p in chosen])
         return chosen, relevance.signals(chosen, topic, vectors)
 
     def decide(self, query: PaperQuery, papers: Sequence[ScoredPaper]) -> Grounding:
-        """The grounding decision for a question's ranked papers."""
+        """The grounding decision for a question's ranked papers; SettingsError when the settings' candidate
+        counts are not the ones the model was fitted with (`candidate_mismatch`)."""
         model, _ = model_for(self.settings)  # calibrated to the store's model when it is not MiniLM
+        problem = candidate_mismatch(self.settings, model)
+        if problem:
+            raise SettingsError(problem)
         text = topic_query(query.question)
         chosen, rows = self.signals(query, papers, text)
         probabilities = model.probabilities(rows, query.mode).tolist()

@@ -34,6 +34,9 @@ MEASURED = ("similarity", "sentence", "coverage", "weakest", "held", "joined", "
 # part at 3,000 and 22,000 papers; docs/eval.md).
 SHARES = ("similarity", "sentence", "coverage")
 FEATURES = MEASURED + tuple(f"{name} share" for name in SHARES)
+# The candidates a model file from before they were recorded was fitted among: retrieval's top 10 for a direct
+# answer, its top 40 for an area (then the fixed counts; now RAG_BOT_ASK_CANDIDATES and RAG_BOT_AREA_CANDIDATES).
+CANDIDATES_BEFORE_RECORD = {"ask": 10, "area": 40}
 MARGIN_NEIGHBOURS = 4  # papers below a paper (by similarity) whose mean similarity sets its margin
 # The signals that are cosines of another model's vectors (`Calibration` maps them): a paper's similarity, and its
 # sentences' (the best sentence's, and the weakest concept's best).
@@ -84,6 +87,9 @@ class RelevanceModel:
     # That model's statistics on generated known items and near misses (calibrate.measure), for other models'
     # calibration; empty in a model file from before them.
     reference: dict = field(default_factory=dict)
+    # How many candidates the signals were measured among, per family (Settings ask_candidates, area_candidates):
+    # a paper's rank, gap, margin and shares mean something else among another number.
+    candidates: dict[str, int] = field(default_factory=lambda: dict(CANDIDATES_BEFORE_RECORD))
     calibration: Calibration | None = None  # set for another embedder's store (calibration_file.model_for)
 
     @property
@@ -110,16 +116,19 @@ class RelevanceModel:
         """The model as the file `load` reads (rag_bot/fitted.py's format)."""
         return fitted.to_json(Fitted(features=FEATURES, functions={"ask": self.ask, "area": self.area},
                                      cuts=self.cuts, provenance=self.provenance,
-                                     notes={"embedder": self.embedder, "reference": self.reference}))
+                                     notes={"candidates": self.candidates, "embedder": self.embedder,
+                                            "reference": self.reference}))
 
 
 @lru_cache(maxsize=4)
 def load(path: Path = MODEL_FILE) -> RelevanceModel:
     """The fitted model shipped with rag-bot (or another file of the same form)."""
     model = fitted.load(path, FEATURES, ("ask", "area"))
+    candidates = cast(dict, model.notes.get("candidates", CANDIDATES_BEFORE_RECORD))
     return RelevanceModel(ask=model.functions["ask"], area=model.functions["area"], cuts=model.cuts,
                           provenance=model.provenance, embedder=str(model.notes.get("embedder", "")),
-                          reference=dict(cast(dict, model.notes.get("reference", {}))))
+                          reference=dict(cast(dict, model.notes.get("reference", {}))),
+                          candidates={k: int(v) for k, v in candidates.items()})
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,15 @@ import logging
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from rag_bot.reading.files import SNIFF_BYTES, ReadResult, decode_text, file_problem, file_suffix, read_corpus_text
+from rag_bot.reading.files import (
+    MAX_FILE_BYTES,
+    SNIFF_BYTES,
+    ReadResult,
+    decode_text,
+    file_problem,
+    file_suffix,
+    read_corpus_text,
+)
 from rag_bot.reading.records import DEFAULT_MAX_ABSTRACT_CHARS, by_line
 from rag_bot.reading.seed import read_seed_file, seed_names
 from rag_bot.reading.tables import iter_jsonl, read_csv_file, read_jsonl_file
@@ -47,28 +55,28 @@ def file_format(path: Path) -> str:
 
 def read_file(
     path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS, doc_prefix: str | None = None, source: str | None = None,
-    fmt: str | None = None,
+    fmt: str | None = None, max_file_bytes: int = MAX_FILE_BYTES,
 ) -> ReadResult:
     """One corpus file, in its `file_format` (`fmt` when the caller already sniffed it); abstracts over
-    `max_chars` characters are cut (and reported)."""
+    `max_chars` characters are cut (and reported); a file over `max_file_bytes` is reported and not read."""
     fmt = fmt or file_format(path)
     try:
         if fmt == "seed":
-            return read_seed_file(path, max_chars, doc_prefix, source)
+            return read_seed_file(path, max_chars, doc_prefix, source, max_file_bytes)
         if fmt == "jsonl":
-            return read_jsonl_file(path, max_chars)
+            return read_jsonl_file(path, max_chars, max_file_bytes)
         if fmt == "csv":
-            return read_csv_file(path, max_chars)
+            return read_csv_file(path, max_chars, max_file_bytes)
         if fmt != "unknown":  # reference-manager and paper-site formats (rag_bot/reading/formats/)
             from rag_bot.reading.formats import is_json, read_reference_file
 
             result = ReadResult()
-            text = read_corpus_text(path, result)
+            text = read_corpus_text(path, result, max_file_bytes)
             if text is None:
                 return result
             if fmt == "json" and file_suffix(path) == ".txt" and not is_json(text):
                 # A seed file whose first abstract starts with "[1]" or "[Background]" looks like JSON to `sniff`.
-                return read_seed_file(path, max_chars, doc_prefix, source)
+                return read_seed_file(path, max_chars, doc_prefix, source, max_file_bytes)
             got = read_reference_file(path, fmt, text, max_chars)
             got.problems[:0] = result.problems
             return got
@@ -115,18 +123,19 @@ def _plan(paths: Iterable[Path]) -> list[tuple[Path, str | None, str | None] | P
 
 
 def iter_file(
-    path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS, doc_prefix: str | None = None, source: str | None = None
+    path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS, doc_prefix: str | None = None, source: str | None = None,
+    max_file_bytes: int = MAX_FILE_BYTES,
 ) -> Iterator[Paper | Problem]:
     """One corpus file's papers and problems as they are read: JSON Lines as a stream, other files (seed and CSV
     files, small) read whole by `read_file`."""
     fmt = file_format(path)
     if fmt != "jsonl":
-        result = read_file(path, max_chars, doc_prefix, source, fmt)
+        result = read_file(path, max_chars, doc_prefix, source, fmt, max_file_bytes)
         yield from result.problems
         yield from result.papers
         return
     try:
-        yield from iter_jsonl(path, max_chars)
+        yield from iter_jsonl(path, max_chars, max_file_bytes)
     except OSError as exc:
         yield Problem(path=str(path), message=f"cannot read ({exc.strerror or exc})")
 
@@ -136,10 +145,12 @@ class PaperStream(list[Paper]):
     `scan_paths` gives as `ReadResult.papers`. `len()` is the number of papers the scan found; it cannot be
     indexed. A file that changed since the scan is read as it is now."""
 
-    def __init__(self, plan: list[tuple[Path, str | None, str | None] | Problem], max_chars: int, count: int) -> None:
+    def __init__(self, plan: list[tuple[Path, str | None, str | None] | Problem], max_chars: int, count: int,
+                 max_file_bytes: int = MAX_FILE_BYTES) -> None:
         super().__init__()
         self._plan = plan
         self._max_chars = max_chars
+        self._max_file_bytes = max_file_bytes
         self._count = count
 
     def __len__(self) -> int:
@@ -154,7 +165,7 @@ class PaperStream(list[Paper]):
             if isinstance(item, Problem):
                 continue
             path, prefix, source = item
-            for got in iter_file(path, self._max_chars, prefix, source):
+            for got in iter_file(path, self._max_chars, prefix, source, self._max_file_bytes):
                 if isinstance(got, Paper) and got.doc_id not in ids:
                     ids.add(got.doc_id)
                     yield got
@@ -166,7 +177,7 @@ class PaperStream(list[Paper]):
         return f"PaperStream({self._count} papers)"
 
 
-def _read(paths: Iterable[Path], max_chars: int, keep: bool) -> ReadResult:
+def _read(paths: Iterable[Path], max_chars: int, keep: bool, max_file_bytes: int) -> ReadResult:
     """Every file's problems (each file's in the order of their lines), and its papers (kept, or counted)."""
     result = ReadResult()
     plan = _plan(paths)
@@ -180,8 +191,8 @@ def _read(paths: Iterable[Path], max_chars: int, keep: bool) -> ReadResult:
             continue
         path, prefix, source = item
         known = file_suffix(path) in SUFFIXES or file_format(path) != "unknown"
-        one = ReadResult(files=1 if known and file_problem(path) is None else 0)  # a FIFO is no file read
-        for got in iter_file(path, max_chars, prefix, source):
+        one = ReadResult(files=1 if known and file_problem(path, max_file_bytes) is None else 0)  # a FIFO: no file
+        for got in iter_file(path, max_chars, prefix, source, max_file_bytes):
             if isinstance(got, Problem):
                 if got.message.startswith("cannot read ("):
                     one.files = 0
@@ -195,7 +206,7 @@ def _read(paths: Iterable[Path], max_chars: int, keep: bool) -> ReadResult:
                     kept.append(got)
         result.extend(by_line(one))
     result.problems.extend(duplicates)
-    result.papers = kept if keep else PaperStream(plan, max_chars, count)
+    result.papers = kept if keep else PaperStream(plan, max_chars, count, max_file_bytes)
     log.info("read %d papers from %d files (%d problems)", count, result.files, len(result.problems))
     for problem in result.problems:
         log.debug("input problem: %s", problem)
@@ -213,14 +224,17 @@ def seed_files(paths: Iterable[Path], max_chars: int = DEFAULT_MAX_ABSTRACT_CHAR
         yield path, [p for p in papers if p.doc_id.startswith(f"{prefix or path.stem}#")]
 
 
-def read_paths(paths: Iterable[Path], max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> ReadResult:
+def read_paths(paths: Iterable[Path], max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS,
+               max_file_bytes: int = MAX_FILE_BYTES) -> ReadResult:
     """All papers in the given files and folders (folders: their corpus files, sorted by name); a file named twice
-    is read once. Seed files sharing a stem get distinct ids by `seed_names`."""
-    return _read(paths, max_chars, keep=True)
+    is read once. Seed files sharing a stem get distinct ids by `seed_names`. A file over `max_file_bytes` (a
+    gzip file: unpacked) is reported and not read."""
+    return _read(paths, max_chars, keep=True, max_file_bytes=max_file_bytes)
 
 
-def scan_paths(paths: Iterable[Path], max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> ReadResult:
+def scan_paths(paths: Iterable[Path], max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS,
+               max_file_bytes: int = MAX_FILE_BYTES) -> ReadResult:
     """As `read_paths`, but holding no paper: the files are read once for their problems and the number of papers,
     and `papers` is a `PaperStream` that reads them again as it is iterated (an ingest of any size in bounded
     memory)."""
-    return _read(paths, max_chars, keep=False)
+    return _read(paths, max_chars, keep=False, max_file_bytes=max_file_bytes)

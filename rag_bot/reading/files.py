@@ -80,17 +80,17 @@ def _size(n: int) -> str:
     return f"{n} bytes"
 
 
-def file_problem(path: Path) -> str | None:
+def file_problem(path: Path, max_bytes: int = MAX_FILE_BYTES) -> str | None:
     """Why `path` is not read at all: not a regular file (a FIFO would hang the read, a link to `/dev/zero` would
-    fill the memory, a device or a folder is no corpus), or over `MAX_FILE_BYTES`."""
+    fill the memory, a device or a folder is no corpus), or over `max_bytes` (`MAX_FILE_BYTES`)."""
     try:
         info = path.stat()  # follows symbolic links: the target is what would be read
     except OSError as exc:
         return f"cannot read ({exc.strerror})"
     if not stat.S_ISREG(info.st_mode):
         return "not a regular file; skipped"
-    if info.st_size > MAX_FILE_BYTES:
-        return f"file is {_size(info.st_size)}, over the {_size(MAX_FILE_BYTES)} limit; skipped"
+    if info.st_size > max_bytes:
+        return f"file is {_size(info.st_size)}, over the {_size(max_bytes)} limit; skipped"
     return None
 
 
@@ -139,16 +139,16 @@ def decode_text(data: bytes) -> tuple[str, str] | None:
     return data[skip:].decode(codec, errors=DECODE_ERRORS), codec.upper()
 
 
-def _check_gzip(path: Path) -> str | None:
-    """Why a gzip file is not read: not readable as gzip, or unpacking to over `MAX_FILE_BYTES` (checked by
+def _check_gzip(path: Path, max_bytes: int = MAX_FILE_BYTES) -> str | None:
+    """Why a gzip file is not read: not readable as gzip, or unpacking to over `max_bytes` (checked by
     unpacking it once as a stream, nothing kept)."""
     total = 0
     try:
         with gzip.open(path, "rb") as packed:
             while chunk := packed.read(1 << 20):
                 total += len(chunk)
-                if total > MAX_FILE_BYTES:
-                    return f"unpacks to over {_size(MAX_FILE_BYTES)}; skipped"
+                if total > max_bytes:
+                    return f"unpacks to over {_size(max_bytes)}; skipped"
     except (OSError, EOFError, zlib.error) as exc:
         return f"not a readable gzip file ({exc})"
     return None
@@ -190,14 +190,15 @@ def _bounded_lines(text: io.TextIOBase, limit: int) -> Iterator[str | None]:
         yield None
 
 
-def stream_lines(path: Path) -> Iterator[tuple[int, str] | Problem]:
+def stream_lines(path: Path, max_bytes: int = MAX_FILE_BYTES) -> Iterator[tuple[int, str] | Problem]:
     """The lines of a text file (plain or gzipped) as (line number, line) without their line ending, decoded as a
     stream (lines split at `\n`, `\r\n` or `\r` only, like `split_lines`), with the file's problems: a line holding
     bytes that are not text is reported and read with U+FFFD in their place, and a line over `limits.LINE_CHARS`
-    (longer than any record within the field limits) is reported and skipped as it streams."""
-    problem = file_problem(path)
+    (longer than any record within the field limits) is reported and skipped as it streams; a file over
+    `max_bytes` (unpacked) is reported and not read."""
+    problem = file_problem(path, max_bytes)
     if problem is None and file_suffix(path) == ".jsonl.gz":
-        problem = _check_gzip(path)
+        problem = _check_gzip(path, max_bytes)
     if problem:
         yield Problem(path=str(path), message=problem)
         return
@@ -222,13 +223,13 @@ def stream_lines(path: Path) -> Iterator[tuple[int, str] | Problem]:
             yield lineno, line
 
 
-def read_corpus_text(path: Path, result: ReadResult) -> str | None:
-    problem = file_problem(path)
+def read_corpus_text(path: Path, result: ReadResult, max_bytes: int = MAX_FILE_BYTES) -> str | None:
+    problem = file_problem(path, max_bytes)
     if problem:
         result.problems.append(Problem(path=str(path), message=problem))
         return None
     if file_suffix(path) == ".jsonl.gz":
-        problem = _check_gzip(path)  # its unpacked size, streamed: nothing held until it is known to fit
+        problem = _check_gzip(path, max_bytes)  # its unpacked size, streamed: nothing held until it is known to fit
         if problem:
             result.problems.append(Problem(path=str(path), message=problem))
             return None

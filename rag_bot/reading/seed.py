@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rag_bot.reading.files import (
     CLEANED,
+    MAX_FILE_BYTES,
     SURROGATES,
     ReadResult,
     clean_text,
@@ -64,12 +65,13 @@ def _header_line(lines: list[str]) -> tuple[bool, bool]:
 
 
 def read_seed_file(
-    path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS, doc_prefix: str | None = None, source: str | None = None
+    path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS, doc_prefix: str | None = None, source: str | None = None,
+    max_file_bytes: int = MAX_FILE_BYTES,
 ) -> ReadResult:
     """A seed file: the header line `ICML 2026 Papers`, then abstracts separated by blank lines; its papers are
     `<doc_prefix>#<n>` (by default the file's stem; see `seed_names`) from `source` (by default its name)."""
     result = ReadResult(files=1)
-    text = read_corpus_text(path, result)
+    text = read_corpus_text(path, result, max_file_bytes)
     if text is None:
         return result
     lines = _clean_lines(text, path, result)

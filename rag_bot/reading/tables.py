@@ -11,6 +11,7 @@ from typing import cast
 
 from rag_bot.reading.files import (
     CLEANED,
+    MAX_FILE_BYTES,
     SURROGATES,
     ReadResult,
     clean_text,
@@ -26,10 +27,11 @@ from rag_bot.types import Paper, Problem
 CSV_COLUMNS = ("id", "title", "abstract")
 
 
-def read_jsonl_file(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> ReadResult:
+def read_jsonl_file(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS,
+                    max_file_bytes: int = MAX_FILE_BYTES) -> ReadResult:
     """JSON Lines (optionally gzipped) records with `id`, `title`, `abstract` and optional metadata."""
     result = ReadResult(files=1)
-    for item in iter_jsonl(path, max_chars):
+    for item in iter_jsonl(path, max_chars, max_file_bytes):
         if isinstance(item, Problem):
             result.problems.append(item)
         else:
@@ -37,11 +39,12 @@ def read_jsonl_file(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> 
     return by_line(result)
 
 
-def iter_jsonl(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> Iterator[Paper | Problem]:
+def iter_jsonl(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS,
+                max_file_bytes: int = MAX_FILE_BYTES) -> Iterator[Paper | Problem]:
     """The papers and problems of a JSON Lines file, record by record (the file is read as a stream)."""
     seen: set[str] = set()
     records = 0
-    for item in stream_lines(path):
+    for item in stream_lines(path, max_file_bytes):
         if isinstance(item, Problem):
             yield item
             if item.line is None:
@@ -81,7 +84,8 @@ def iter_jsonl(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> Itera
         yield Problem(path=str(path), message="no records")
 
 
-def read_csv_file(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> ReadResult:
+def read_csv_file(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS,
+                  max_file_bytes: int = MAX_FILE_BYTES) -> ReadResult:
     """CSV with a header row naming `id`, `title`, `abstract` and optional `venue`, `year`, `authors`
     (separated by `;`), `url`; a record may span lines (quoted fields), problems give its first line.
 
@@ -89,7 +93,7 @@ def read_csv_file(path: Path, max_chars: int = DEFAULT_MAX_ABSTRACT_CHARS) -> Re
     `file:line: unterminated quote` at the record's first line, and reading resumes on the next line, so the rows
     after it are kept instead of being swallowed into one field."""
     result = ReadResult(files=1)
-    text = read_corpus_text(path, result)
+    text = read_corpus_text(path, result, max_file_bytes)
     if text is None:
         return result
     csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))  # a huge field is cut below, not refused

@@ -26,7 +26,6 @@ from rag_bot.text import clean_markup, mask_credentials
 
 log = logging.getLogger(__name__)
 
-RERANK_CANDIDATES = 40  # candidates sent per question: an area's (AREA_CANDIDATES), the most grounding weighs
 DOCUMENT_CHARS = 2000  # of each abstract sent: rerankers read 512 tokens at most
 
 
@@ -107,7 +106,9 @@ class RerankPostprocessor(BaseNodePostprocessor):
                            query_bundle: QueryBundle | None = None) -> list[NodeWithScore]:
         if not nodes or query_bundle is None:
             return nodes
-        head, rest = nodes[:RERANK_CANDIDATES], nodes[RERANK_CANDIDATES:]
+        # Candidates sent per question: the most grounding weighs (an area's, RAG_BOT_AREA_CANDIDATES).
+        most = max(self._settings.ask_candidates, self._settings.area_candidates)
+        head, rest = nodes[:most], nodes[most:]
         named = [n for n in head if scored_paper(n).named]
         others = [n for n in head if not scored_paper(n).named]
         if len(others) < 2:

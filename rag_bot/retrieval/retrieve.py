@@ -53,7 +53,6 @@ LIST_ABOVE = 2_500
 MAX_NEIGHBOURS = 20_000
 # Chroma searches in flight at once (each question sends two; a few chat users' questions share the threads).
 _SEARCHES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="rag-bot-search")
-AREA_CANDIDATES = 40  # papers retrieved for a summary or a comparison by topic (grounding keeps those on topic)
 # Endings that leave a real word when cut ("models", "processor", "logical"): a word cut by them is not a typo.
 _ENDINGS = {"s", "d", "r", "y", "e", "n", "es", "ed", "er", "or", "al", "ly", "ic", "en", "ty", "st", "rs", "ds"}
 
@@ -127,11 +126,12 @@ class Snapshot:
 
 def _nearest(
     collection: GuardedCollection, embedding: Sequence[float], k: int, size: int, key: str | None, allowed: Allowed | None, papers: int,
+    list_above: int = LIST_ABOVE, in_limit: int = IN_LIMIT,
 ) -> list[tuple[str, float]]:
     """(doc_id, distance) of a collection's `k` nearest records, only of `allowed` papers when given: by asking
     for more neighbours than `k` and keeping the allowed ones (more again until `k` are found or the collection is
-    exhausted), or, for a filter so narrow that would take more than LIST_ABOVE neighbours, by passing Chroma the
-    list of its papers (exact; at most IN_LIMIT). `key` names the metadata holding a record's paper (None: the
+    exhausted), or, for a filter so narrow that would take more than `list_above` neighbours, by passing Chroma the
+    list of its papers (exact; at most `in_limit`). `key` names the metadata holding a record's paper (None: the
     record's id is the paper's)."""
     def query(n: int, **where: Any) -> list[tuple[str, float]]:
         got = collection.query(query_embeddings=[embedding], n_results=min(n, size),
@@ -143,7 +143,7 @@ def _nearest(
     if allowed is None:
         return query(k)
     n = min(math.ceil(k * papers / len(allowed) * OVERFETCH), MAX_NEIGHBOURS)
-    if n > LIST_ABOVE and len(allowed) <= IN_LIMIT:
+    if n > list_above and len(allowed) <= in_limit:
         ids = sorted(allowed)
         return query(k, where={key: {"$in": ids}}) if key else query(k, ids=ids)
     while True:
@@ -154,14 +154,19 @@ def _nearest(
 
 
 class PaperRetriever(BaseRetriever):
-    """llama-index retriever whose nodes are whole papers, ranked by fused dense + BM25 evidence."""
+    """llama-index retriever whose nodes are whole papers, ranked by fused dense + BM25 evidence.
 
-    def __init__(self, index: PaperIndex, settings: Settings) -> None:
+    `list_above` and `in_limit` are when a filter reaches Chroma as the list of its papers (`_nearest`)."""
+
+    def __init__(self, index: PaperIndex, settings: Settings, list_above: int = LIST_ABOVE,
+                 in_limit: int = IN_LIMIT) -> None:
         super().__init__()
         import Stemmer
 
         self.index = index
         self.settings = settings
+        self.list_above = list_above
+        self.in_limit = in_limit
         self._stemmer = Stemmer.Stemmer("english")
         self._snapshot = Snapshot()
         self.reload()
@@ -204,7 +209,8 @@ class PaperRetriever(BaseRetriever):
     ) -> Callable[[], dict[str, float]]:
         """Start `_dense`'s two searches (chunks, whole abstracts) side by side and return what waits for them: the
         caller does its own work (BM25) meanwhile. Through a Chroma server each search is an HTTP round trip."""
-        searches = [_SEARCHES.submit(_nearest, collection, embedding, k, size, key, allowed, len(snap.ids))
+        searches = [_SEARCHES.submit(_nearest, collection, embedding, k, size, key, allowed, len(snap.ids),
+                                     self.list_above, self.in_limit)
                     for collection, size, key in ((self.index.chunks, snap.chunks, "doc_id"),
                                                   (self.index.papers, len(snap.ids), None)) if size]
 
@@ -338,9 +344,10 @@ class PaperRetriever(BaseRetriever):
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         """The query engine's retrieval: ranked papers as nodes, plus the previous turn's papers for a follow-up."""
         area = isinstance(query_bundle, PaperQuery) and query_bundle.mode in ("summary", "compare")
-        # An area (summary, comparison by topic) may hold many papers: grounding decides which are on topic.
-        papers = self.retrieve_papers(query_bundle.query_str, top_k=max(AREA_CANDIDATES, self.settings.top_k)
-                                      if area else None,
+        # An area (summary, comparison by topic) may hold many papers: grounding decides which are on topic. The
+        # counts are the ones the relevance model was fitted with (its rank and shares are among them), not top_k.
+        count = self.settings.area_candidates if area else self.settings.ask_candidates
+        papers = self.retrieve_papers(query_bundle.query_str, top_k=count,
                                       filters=query_bundle.filters if isinstance(query_bundle, PaperQuery) else None)
         if isinstance(query_bundle, PaperQuery) and query_bundle.carry_over:
             collection = self.papers

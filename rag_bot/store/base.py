@@ -1,13 +1,14 @@
 """The store's base: a connection to the two Chroma collections of a collection name (papers and chunks), the
 embedder and chunker it writes with (loaded on first use), what identifies its content (`state`), and the record
-of which model and which ingest last wrote it. `PaperReads` (reads.py) and `PaperIndex` (index.py) build on it."""
+of which model and which ingest last wrote it. `PaperReads` (reads.py) reads through one, and `PaperIndex` (index.py)
+holds one of each."""
 
 from __future__ import annotations
 
 import logging
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
@@ -102,14 +103,18 @@ class ChromaStore:
         self._saving = False
         self.repaired = self._repair_vectors()
         self._open()
+        self.checked_read(self.count)
+
+    def checked_read(self, read: Callable[[], object]) -> None:
+        """A first read of the store (its count, or what its owner does once the collections answer): a damaged
+        store can fail in odd ways while first read, reported as one StoreError."""
         try:
-            self.count()
-            self._after_open()
+            read()
         except StoreError:
             raise
-        except Exception as exc:  # a damaged store can fail in odd ways while first read
+        except Exception as exc:
             log.debug("first read of the store failed", exc_info=True)
-            raise store_error(settings, "open", exc) from exc
+            raise store_error(self.settings, "open", exc) from exc
 
     def _open(self) -> None:
         self.client = open_client(self.settings)
@@ -141,6 +146,11 @@ class ChromaStore:
                 chunk_size=self.settings.chunk_size, chunk_overlap=self.settings.chunk_overlap
             )
         return self._splitter
+
+    @property
+    def embedder_loaded(self) -> bool:
+        """Whether the embedding model has been loaded (opening, reading and importing load none)."""
+        return self._embedder is not None
 
     @property
     def embedder(self) -> Embedder:
@@ -343,10 +353,8 @@ class ChromaStore:
                 held = False
             yield held
 
-    def _iter_records(self, include: list[str]) -> Iterator[GetResult]:
+    def iter_records(self, include: list[str]) -> Iterator[GetResult]:
+        """The papers collection's records (`include`: what of them), a page of `READ_BATCH` at a time."""
         total = self.count()
         for offset in range(0, total, READ_BATCH):
             yield self.papers.get(include=include, limit=READ_BATCH, offset=offset)  # type: ignore[arg-type]
-
-    def _after_open(self) -> None:
-        """What a store does once its collections answer (PaperReads: drop orphan chunks)."""

@@ -14,269 +14,221 @@ A paper's chunks (title + chunk text) are embedded, and its paper vector is eith
 whole abstract (`paper_vector="whole"`: about twice the ingest time) or the normalised mean of its chunk vectors
 (`"mean"`, the default: one model pass; docs/benchmarks.md). The papers collection's metadata carries a generation (changed by every ingest
 that writes) that keys the derived caches (rag_bot/store/caches.py).
+
+`PaperIndex` is made of three parts, each of its own module and each held, not inherited: the connection
+(base.ChromaStore), the read path (reads.PaperReads) and the write path (writes.PaperWrites); it hands each call
+to the part that does it.
 """
 
 from __future__ import annotations
 
-import logging
-import sqlite3
-import uuid
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
 
 import numpy as np
-from llama_index.core.schema import Document, TextNode
+from llama_index.core.node_parser import SentenceSplitter
+from llama_index.core.schema import TextNode
 
-from rag_bot.errors import StoreError
-from rag_bot.reading import identity
-from rag_bot.store.base import GENERATION
-from rag_bot.store.reads import PaperReads
-from rag_bot.store.records import chunk_id, chunk_metadata, paper_from_record, paper_record
-from rag_bot.store.sentence_file import sentence_file
-from rag_bot.text import clean_markup, one_line
+from rag_bot.interfaces import Embedder
+from rag_bot.settings import Settings
+from rag_bot.store.base import ChromaStore, StoreState
+from rag_bot.store.chroma import GuardedCollection
+from rag_bot.store.embedders import RecordedModel
+from rag_bot.store.embedding import MiniLMEmbedding
+from rag_bot.store.reads import Health, PaperReads
+from rag_bot.store.records import paper_from_record  # where bench/eval/vectors.py imports it from
+from rag_bot.store.segments import SavedVectors
+from rag_bot.store.writes import BATCH_PAPERS, IngestReport, PaperWrites
 from rag_bot.types import Paper
 
-log = logging.getLogger(__name__)
+__all__ = ["BATCH_PAPERS", "IngestReport", "PaperIndex", "paper_from_record"]
 
 
-# Papers embedded and written together: their chunk texts are length-sorted across the whole batch (little
-# padding) and written in one call per collection; memory stays bounded and an interruption loses one batch.
-BATCH_PAPERS = 256
+class PaperIndex:
+    """The Chroma-backed index of papers and their chunks: the connection (`store`), the read path (`reads`) and
+    the write path (`writes`), each called explicitly."""
 
+    def __init__(self, settings: Settings, embedder: MiniLMEmbedding | None = None) -> None:
+        self.store = ChromaStore(settings, embedder)
+        self.reads = PaperReads(self.store)
+        self.writes = PaperWrites(self.store, self.reads)
+        # Chunks left by a failed write are dropped when the store opens (cheaply: only when the counts disagree).
+        self.store.checked_read(self.reads.clean_orphans_if_counts_disagree)
 
-@dataclass
-class IngestReport:
-    """What an ingest changed."""
-
-    added: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    removed: int = 0
-    chunks_embedded: int = 0
-    merged: int = 0  # papers already stored under another id (same DOI, arXiv id or title, same text): kept once
-    kept_apart: int = 0  # papers sharing a DOI, arXiv id or title with a stored paper but not its text: both kept
-    not_replaced: list[str] = field(default_factory=list)  # stored ids left as they were (`replace=False`)
-    written: list[str] = field(default_factory=list, repr=False)  # doc_ids of the papers embedded and written
-
-    def __str__(self) -> str:
-        merged = f", {self.merged} merged into papers stored under another id" if self.merged else ""
-        apart = (f", {self.kept_apart} kept apart: same title/DOI as a stored paper but another text"
-                 if self.kept_apart else "")
-        return (
-            f"{self.added} added, {self.updated} updated, {self.unchanged} unchanged, "
-            f"{self.removed} removed{merged}{apart} ({self.chunks_embedded} chunks embedded)"
-        )
-
-
-class PaperIndex(PaperReads):
-    """The Chroma-backed index of papers and their chunks: the write path (ingest) over the read path
-    (reads.PaperReads) over the connection (base.ChromaStore)."""
-
-    def _merge_into(self, twin: str, paper: Paper, todo: list[tuple[Paper, str]], start_writing: Callable[[], None],
-                    ) -> bool:
-        """`paper` kept as the stored (or just read) `twin` with what it adds (identity.merge): its metadata only,
-        so nothing is embedded again. Only when the two texts agree (identity.same_text): a record that merely
-        shares a title or a DOI changes nothing, and False says so."""
-        for n, (kept, fingerprint) in enumerate(todo):
-            if kept.doc_id == twin:
-                if not identity.same_text(kept.text, paper.text):
-                    return False
-                todo[n] = (identity.merge(kept, paper), fingerprint)
-                return True
-        got = self.papers.get(ids=[twin], include=["documents", "metadatas"])
-        if not got["ids"]:
-            return False
-        meta = dict((got["metadatas"] or [{}])[0] or {})
-        kept = paper_from_record(twin, (got["documents"] or [None])[0], meta)
-        if not identity.same_text(kept.text, paper.text):
-            return False
-        merged = identity.merge(kept, paper)
-        if merged != kept:
-            start_writing()
-            self.papers.update(ids=[twin], metadatas=[
-                paper_record(merged, str(meta.get("fingerprint", "")), meta.get("chunks", 0))])
-        return True
-
-    def chunk_nodes(self, paper: Paper) -> list[TextNode]:
-        """The paper's chunks, with deterministic ids `<doc_id>::<n>`."""
-        document = Document(text=clean_markup(paper.text), id_=paper.doc_id)
-        nodes = self.splitter.get_nodes_from_documents([document])
-        out = []
-        for n, node in enumerate(nodes):
-            out.append(
-                # The title travels with the text to the model; the record keeps `chunk_metadata` of it.
-                TextNode(id_=chunk_id(paper.doc_id, n), text=node.get_content(),
-                         metadata={"doc_id": paper.doc_id, "chunk": n, "title": paper.title})
-            )
-        return out
-
+    # --- the write path (writes.PaperWrites) ------------------------------------------------------------------
     def ingest(
         self,
         papers: Iterable[Paper],
         prune: bool = False,
         progress: Callable[[int], None] | None = None,
         replace: bool = True,
+        batch_papers: int = BATCH_PAPERS,
     ) -> IngestReport:
-        """Add new and changed papers (re-embedding only those); with `prune`, drop papers not given; without
-        `replace`, a stored paper whose id comes again with other content is left as it is (`not_replaced`).
+        """Add new and changed papers, `batch_papers` at a time (`PaperWrites.ingest`)."""
+        return self.writes.ingest(papers, prune, progress, replace, batch_papers)
 
-        `papers` is read once, in order (a `corpus.PaperStream` reads its files as it goes): papers are embedded
-        and written `BATCH_PAPERS` at a time, so memory does not grow with the input; only their ids are kept."""
-        if self.write_failed:
-            self.reopen()
-        self.check_embedder()  # even when nothing is to embed: "unchanged" would vouch for another model's vectors
-        with self.writer_lock(wait=True):
-            try:
-                return self._ingest(papers, prune, progress, replace)
-            except StoreError:
-                if self.write_failed:  # keep serving: whole vector files, a fresh connection, no half-written paper
-                    try:
-                        self.recover_vectors()
-                        self.reopen()
-                        self.remove_orphan_chunks()
-                    except StoreError as exc:  # the write's own error is the one to report (a full disk, say)
-                        log.debug("cleaning up after the failed write failed too: %s", exc)
-                        self.recover_vectors()
-                raise
-            finally:
-                self.end_write()
+    def chunk_nodes(self, paper: Paper) -> list[TextNode]:
+        """The paper's chunks, with deterministic ids `<doc_id>::<n>`."""
+        return self.writes.chunk_nodes(paper)
 
-    def _ingest(
-        self,
-        papers: Iterable[Paper],
-        prune: bool,
-        progress: Callable[[int], None] | None,
-        replace: bool = True,
-    ) -> IngestReport:
-        report = IngestReport()
-        stored, known = self._stored()
-        # Chunks of papers that were never committed (a failed or killed ingest).
-        removed = self.remove_orphan_chunks(set(stored))
-        writing = False
+    # --- the read path (reads.PaperReads) ---------------------------------------------------------------------
+    def chunk_paper_ids(self, misnamed: list[str] | None = None) -> dict[str, int]:
+        """doc_id -> number of stored chunks; chunks whose id names another paper are added to `misnamed`."""
+        return self.reads.chunk_paper_ids(misnamed)
 
-        def start_writing() -> None:
-            nonlocal writing
-            if not writing:  # a reader's cache of this collection is stale from the first write on
-                self.mark_writing()
-                writing = True
+    def remove_orphan_chunks(self, paper_ids: set[str] | None = None) -> int:
+        """Delete the chunks whose paper record is missing; returns how many."""
+        return self.reads.remove_orphan_chunks(paper_ids)
 
-        keep: set[str] = set()
-        todo: list[tuple[Paper, str]] = []
+    def health(self) -> Health:
+        """Counts and inconsistencies of the store (for `rag-bot doctor`)."""
+        return self.reads.health()
 
-        def flush() -> None:
-            start_writing()
-            report.chunks_embedded += self._write_batch(todo)
-            report.written.extend(paper.doc_id for paper, _ in todo)
-            if progress:
-                progress(len(todo))
-            todo.clear()
+    def fingerprints(self) -> dict[str, str]:
+        """doc_id -> stored fingerprint, for every paper."""
+        return self.reads.fingerprints()
 
-        for paper in papers:
-            if paper.doc_id not in stored and paper.doc_id not in keep:
-                names = identity.keys(paper)
-                twins = list(dict.fromkeys(known[k] for k in names if known.get(k, paper.doc_id) != paper.doc_id))
-                # The same paper from another source: one record, with the richer metadata. A record that shares
-                # only a key (a planted title or DOI) is kept apart: neither text is lost.
-                twin = next((t for t in twins if self._merge_into(t, paper, todo, start_writing)), None)
-                if twin is not None:
-                    keep.add(twin)
-                    report.merged += 1
-                    if progress:
-                        progress(1)
-                    continue
-                if twins:
-                    report.kept_apart += 1
-                    log.warning("%s kept apart from %s: same title or identifier, another text", paper.doc_id,
-                                twins[0])
-                for key in names:
-                    known.setdefault(key, paper.doc_id)
-            keep.add(paper.doc_id)
-            fingerprint = f"{paper.content_hash}:{self.index_version}"
-            if stored.get(paper.doc_id) == fingerprint:
-                report.unchanged += 1
-                if progress:
-                    progress(1)
-                continue
-            if not replace and stored.get(paper.doc_id, paper.content_hash).partition(":")[0] != paper.content_hash:
-                report.not_replaced.append(paper.doc_id)  # another record under this id: the stored one stays
-                if progress:
-                    progress(1)
-                continue
-            todo.append((paper, fingerprint))
-            if paper.doc_id in stored:
-                report.updated += 1
-            else:
-                report.added += 1
-            if len(todo) == BATCH_PAPERS:
-                flush()
-        if todo:
-            flush()
-        gone = [doc_id for doc_id in stored if doc_id not in keep] if prune else []
-        if gone or removed:
-            start_writing()
-        if prune:
-            for start in range(0, len(gone), 500):
-                ids = gone[start:start + 500]
-                self.chunks.delete(where={"doc_id": {"$in": ids}})
-                self.papers.delete(ids=ids)
-            self._forget_sentences(gone)
-            report.removed = len(gone)
-        if writing or (self.papers.metadata or {}).get(GENERATION) is None:
-            self._mark(uuid.uuid4().hex, totals=True)
-        log.info("index: %s", report)
-        return report
+    def all_papers(self) -> list[Paper]:
+        """Every stored paper."""
+        return self.reads.all_papers()
 
-    def _forget_sentences(self, doc_ids: Sequence[str]) -> None:
-        """Drop removed papers' rows from the answer-time cache of sentence vectors (rag_bot/store/sentence_file.py),
-        when there is one. A cache: a fault is logged, not raised (a row left behind is never read for a paper that
-        is gone). For a Chroma server, only this machine's cache."""
-        if not doc_ids:
-            return
-        file = sentence_file(self, any_format=True)
-        try:
-            file.delete(doc_ids)  # no file, nothing to drop: none is made
-        except (OSError, sqlite3.Error) as exc:
-            log.warning("could not drop the removed papers' sentence vectors: %s", one_line(exc))
-        finally:
-            file.close()
+    def iter_papers(self) -> Iterator[Paper]:
+        """Every stored paper, read a page at a time."""
+        return self.reads.iter_papers()
 
-    def _write_batch(self, batch: Sequence[tuple[Paper, str]]) -> int:
-        ids = [paper.doc_id for paper, _ in batch]
-        # Old or half-written chunks of these papers go first, so a changed abstract leaves none behind.
-        self.chunks.delete(where={"doc_id": {"$in": ids}})
-        nodes: list[TextNode] = []
-        counts: dict[str, int] = {}
-        for paper, _ in batch:
-            paper_nodes = self.chunk_nodes(paper)
-            counts[paper.doc_id] = len(paper_nodes)
-            nodes.extend(paper_nodes)
-        # The title travels with every chunk (names live there). With paper_vector "mean", one model pass: a paper
-        # without chunks (no text) is embedded by its title, the others' paper vector is the mean of their chunk
-        # vectors. With "whole" (the default), every paper's title and whole abstract are embedded too.
-        chunk_texts = [f"{n.metadata['title']}. {n.get_content()}" for n in nodes]
-        whole = self.settings.paper_vector == "whole"
-        bare = [paper for paper, _ in batch if whole or not counts[paper.doc_id]]
-        vectors = self.embedder.embed(chunk_texts + [
-            f"{paper.title}. {clean_markup(paper.text)}" if whole else (paper.title or paper.doc_id) for paper in bare
-        ])
-        for node, vector in zip(nodes, vectors[: len(nodes)]):
-            node.embedding = vector.tolist()
-        if nodes:
-            self.chunks.upsert(ids=[n.node_id for n in nodes], embeddings=[n.embedding for n in nodes],
-                               metadatas=[chunk_metadata(n.metadata) for n in nodes])
-        paper_vectors: list[list[float]] = []
-        start, extra = 0, len(nodes)
-        for paper, _ in batch:
-            n = counts[paper.doc_id]
-            if n and not whole:
-                mean = vectors[start:start + n].mean(axis=0)
-            else:
-                mean, extra = vectors[extra], extra + 1
-            start += n
-            paper_vectors.append((mean / max(float(np.linalg.norm(mean)), 1e-12)).tolist())
-        self.papers.upsert(  # the text in the metadata, not as Chroma's document (rag_bot/store/records.py)
-            ids=ids,
-            metadatas=[paper_record(paper, fp, counts[paper.doc_id]) for paper, fp in batch],
-            embeddings=paper_vectors,
-        )
-        return len(nodes)
+    def papers_by_id(self, doc_ids: Sequence[str]) -> list[Paper]:
+        """The stored papers of these ids, in one request."""
+        return self.reads.papers_by_id(doc_ids)
+
+    def paper_vectors(self, doc_ids: Sequence[str]) -> dict[str, list[float]]:
+        """Whole-abstract vectors of the given papers."""
+        return self.reads.paper_vectors(doc_ids)
+
+    def paper_matrix(self) -> tuple[list[str], np.ndarray]:
+        """Every paper's id and whole-abstract vector, as float32 rows."""
+        return self.reads.paper_matrix()
+
+    # --- the connection (base.ChromaStore) --------------------------------------------------------------------
+    @property
+    def settings(self) -> Settings:
+        """The settings the store was opened with."""
+        return self.store.settings
+
+    @property
+    def client(self) -> Any:  # what chroma.open_client returns
+        """The Chroma client."""
+        return self.store.client
+
+    @property
+    def papers(self) -> GuardedCollection:
+        """The papers collection (a fresh one after `reopen`)."""
+        return self.store.papers
+
+    @property
+    def chunks(self) -> GuardedCollection:
+        """The chunks collection (a fresh one after `reopen`)."""
+        return self.store.chunks
+
+    @property
+    def splitter(self) -> SentenceSplitter:
+        """The chunker, made on first use."""
+        return self.store.splitter
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedding model, loaded on first use."""
+        return self.store.embedder
+
+    @property
+    def embedder_loaded(self) -> bool:
+        """Whether the embedding model has been loaded."""
+        return self.store.embedder_loaded
+
+    @property
+    def index_version(self) -> str:
+        """Part of every paper's fingerprint: the model and the chunking."""
+        return self.store.index_version
+
+    @property
+    def write_failed(self) -> bool:
+        """Whether a write failed since the store was (re)opened."""
+        return self.store.write_failed
+
+    @property
+    def saved(self) -> SavedVectors | None:
+        """The vector files' copy of a folder store (None for a server)."""
+        return self.store.saved
+
+    @property
+    def repaired(self) -> list[str]:
+        """What opening the store put back, one line per collection."""
+        return self.store.repaired
+
+    def reopen(self) -> None:
+        """A fresh connection to the store."""
+        return self.store.reopen()
+
+    def dimensions(self) -> int:
+        """The size of the vectors the chosen model makes."""
+        return self.store.dimensions()
+
+    def model_record(self) -> dict[str, Any]:
+        """The collection's metadata: the model its vectors were made by."""
+        return self.store.model_record()
+
+    def recorded_model(self) -> RecordedModel:
+        """The model the collection's vectors were made by."""
+        return self.store.recorded_model()
+
+    def stored_index_version(self) -> str:
+        """`index_version` with the recorded model in place of the settings'."""
+        return self.store.stored_index_version()
+
+    def embedder_mismatch(self) -> str | None:
+        """Why the settings' model must not embed for this collection, or None."""
+        return self.store.embedder_mismatch()
+
+    def check_embedder(self) -> None:
+        """Refuse to embed with another model than the collection's."""
+        return self.store.check_embedder()
+
+    def count(self) -> int:
+        """Papers in the index."""
+        return self.store.count()
+
+    def chunk_count(self) -> int:
+        """Chunks in the index."""
+        return self.store.chunk_count()
+
+    def state(self) -> StoreState:
+        """What identifies the collection's content, cheaply."""
+        return self.store.state()
+
+    def record_write(self) -> None:
+        """Mark the collection as changed by a finished write."""
+        return self.store.record_write()
+
+    def mark_writing(self) -> None:
+        """A write begins: the vector files are copied aside, the generation marked."""
+        return self.store.mark_writing()
+
+    def begin_write(self) -> None:
+        """Before a write's first change: copy the vector files aside."""
+        return self.store.begin_write()
+
+    def after_write_call(self) -> None:
+        """After each write call that succeeded: refresh the copy."""
+        return self.store.after_write_call()
+
+    def recover_vectors(self) -> None:
+        """After a failed write: put back the vector files it damaged."""
+        return self.store.recover_vectors()
+
+    def end_write(self) -> None:
+        """A write is over: its copy goes, unless vector files are still damaged."""
+        return self.store.end_write()
+
+    def writer_lock(self, wait: bool = True) -> AbstractContextManager[bool]:
+        """Ingests of one store folder take turns; yields whether the lock is held."""
+        return self.store.writer_lock(wait)

@@ -137,9 +137,9 @@ class _Backup:
 
 
 def _upsert(index: PaperIndex, kind: str, records: Iterable[dict[str, Any]],
-            progress: Callable[[int], None] | None = None) -> None:
-    """Write records of one kind, `WRITE_BATCH` at a time (bounded memory); `progress` counts the records written."""
-    for batch in _in_batches(records, WRITE_BATCH):
+            progress: Callable[[int], None] | None = None, write_batch: int = WRITE_BATCH) -> None:
+    """Write records of one kind, `write_batch` at a time (bounded memory); `progress` counts the records written."""
+    for batch in _in_batches(records, write_batch):
         ids, embeddings = [r["id"] for r in batch], [r["embedding"] for r in batch]
         if kind == "chunk":  # a chunk keeps its paper and position only (rag_bot/store/index.py), whatever the file has
             index.chunks.upsert(ids=ids, embeddings=embeddings, metadatas=[chunk_metadata(r["metadata"]) for r in batch])
@@ -151,7 +151,7 @@ def _upsert(index: PaperIndex, kind: str, records: Iterable[dict[str, Any]],
 
 
 def _write(index: PaperIndex, path: Path, plan: Plan, stale: set[str], progress: Callable[[int], None] | None,
-           started: list[bool]) -> None:
+           started: list[bool], write_batch: int = WRITE_BATCH) -> None:
     """Chunks first, then the replaced papers' old chunks that the file lacks go, then the papers (a paper's record
     is its commit marker); each kind in its own pass over the file, whatever the order of its lines. `started`
     gets True once the store has been written to."""
@@ -161,7 +161,7 @@ def _write(index: PaperIndex, path: Path, plan: Plan, stale: set[str], progress:
         if kind == "paper":
             for ids in _batches(stale):
                 index.chunks.delete(ids=ids)
-        _upsert(index, kind, _file_records(path, plan, kind), progress)
+        _upsert(index, kind, _file_records(path, plan, kind), progress, write_batch)
     index.record_write()
 
 
@@ -199,11 +199,12 @@ def _cause(exc: BaseException) -> str:
 
 
 def import_collection(index: PaperIndex, path: Path, progress: Callable[[int], None] | None = None,
-                      on_checked: Callable[[int], None] | None = None) -> dict[str, int]:
-    """Load a portable file into the index (papers already there are replaced, with their chunks); no embedding is
-    computed. `on_checked` gets the number of records to write once the file is checked, `progress` the records
-    written as they go. Raises ValueError "file:line: what is wrong" for a file that is not sound (nothing is
-    written), and StoreError when the write fails (the store is put back as it was)."""
+                      on_checked: Callable[[int], None] | None = None, write_batch: int = WRITE_BATCH,
+                      ) -> dict[str, int]:
+    """Load a portable file into the index (papers already there are replaced, with their chunks), `write_batch`
+    records per write; no embedding is computed. `on_checked` gets the number of records to write once the file
+    is checked, `progress` the records written as they go. Raises ValueError "file:line: what is wrong" for a file
+    that is not sound (nothing is written), and StoreError when the write fails (the store is put back as it was)."""
     plan = check_file(path, index.index_version)
     if on_checked:
         on_checked(len(plan.papers) + len(plan.chunks))
@@ -218,18 +219,18 @@ def import_collection(index: PaperIndex, path: Path, progress: Callable[[int], N
             raise StoreError(f"cannot save what the import replaces ({_cause(exc)}); nothing was written: free some "
                              f"space in {backup_folder(index.settings)} ({where}) and import again") from exc
         try:
-            return _write_or_restore(index, path, plan, backup, progress)
+            return _write_or_restore(index, path, plan, backup, progress, write_batch)
         finally:
             index.end_write()
 
 
 def _write_or_restore(index: PaperIndex, path: Path, plan: Plan, backup: _Backup,
-                      progress: Callable[[int], None] | None) -> dict[str, int]:
+                      progress: Callable[[int], None] | None, write_batch: int = WRITE_BATCH) -> dict[str, int]:
     """The import's writes, and on a failure the store put back as it was (see import_collection)."""
     stale = backup.chunks - plan.chunks
     started: list[bool] = []
     try:
-        _write(index, path, plan, stale, progress, started)
+        _write(index, path, plan, stale, progress, started, write_batch)
     except BaseException as exc:
         log.debug("import failed; restoring the store", exc_info=True)
         where = store_label(index.settings)

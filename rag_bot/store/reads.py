@@ -64,16 +64,19 @@ def _readable_papers(got: GetResult) -> list[Paper]:
     return papers
 
 
-class PaperReads(ChromaStore):
-    """What is stored, read back."""
+class PaperReads:
+    """What is stored, read back, through a store's connection (base.ChromaStore)."""
+
+    def __init__(self, store: ChromaStore) -> None:
+        self.store = store
 
     def chunk_paper_ids(self, misnamed: list[str] | None = None) -> dict[str, int]:
         """doc_id -> number of stored chunks, read from the chunks' metadata; the ids of chunks whose id names
         another paper are added to `misnamed`."""
         out: dict[str, int] = {}
-        total = self.chunk_count()
+        total = self.store.chunk_count()
         for offset in range(0, total, READ_BATCH):
-            got = self.chunks.get(include=["metadatas"], limit=READ_BATCH, offset=offset)
+            got = self.store.chunks.get(include=["metadatas"], limit=READ_BATCH, offset=offset)
             for chunk_id, meta in zip(got["ids"], got["metadatas"] or []):
                 doc_id = str((meta or {}).get("doc_id", ""))
                 out[doc_id] = out.get(doc_id, 0) + 1
@@ -88,42 +91,42 @@ class PaperReads(ChromaStore):
         orphans = {d: n for d, n in self.chunk_paper_ids().items() if d not in paper_ids}
         ids = sorted(orphans)
         for start in range(0, len(ids), 500):
-            self.chunks.delete(where={"doc_id": {"$in": ids[start:start + 500]}})
+            self.store.chunks.delete(where={"doc_id": {"$in": ids[start:start + 500]}})
         if orphans:
             log.warning("removed %d chunks of %d unfinished papers", sum(orphans.values()), len(orphans))
         return sum(orphans.values())
 
-    def _clean_orphans_if_counts_disagree(self) -> None:
+    def clean_orphans_if_counts_disagree(self) -> None:
         """At open, cheaply: each paper record knows its chunk count; only when their sum differs from the
         chunks stored are the chunks read and the orphans removed (best effort: a read-only store still serves,
         and the retriever ignores chunks of unknown papers)."""
-        meta = self.papers.metadata or {}
-        if [meta.get(key) for key in TOTALS] == [self.count(), self.chunk_count()]:
+        meta = self.store.papers.metadata or {}
+        if [meta.get(key) for key in TOTALS] == [self.store.count(), self.store.chunk_count()]:
             return  # as the last finished ingest left it: no orphans (and no scan of every record)
         expected = 0
-        for batch in self._iter_records(include=["metadatas"]):
+        for batch in self.store.iter_records(include=["metadatas"]):
             for meta in batch["metadatas"] or []:
                 n = (meta or {}).get("chunks")
                 if not isinstance(n, int):
                     return  # a store written before the counts were kept: the next ingest cleans it
                 expected += n
-        if expected == self.chunk_count():
+        if expected == self.store.chunk_count():
             return
-        with self.writer_lock(wait=False) as alone:
+        with self.store.writer_lock(wait=False) as alone:
             if not alone:  # an ingest is writing: its chunks are not orphans yet
                 return
             try:
                 self.remove_orphan_chunks()
             except StoreError as exc:
                 log.warning("%s", exc)
-                self.reopen()
+                self.store.reopen()
 
     def health(self) -> Health:
         """Counts and inconsistencies of the store (for `rag-bot doctor`): one pass over the papers' metadata (in
         batches: each is read as a question reads it) and the chunks', and one vector of each collection."""
         fingerprints: dict[str, str] = {}
         unreadable: dict[str, str] = {}
-        for batch in self._iter_records(include=["metadatas"]):
+        for batch in self.store.iter_records(include=["metadatas"]):
             for doc_id, meta in zip(batch["ids"], batch["metadatas"] or []):
                 meta = dict(meta or {})
                 fingerprints[doc_id] = str(meta.get("fingerprint", ""))
@@ -137,15 +140,15 @@ class PaperReads(ChromaStore):
         # tells the dimension of all (a sample of one is exact); a few ids show the user which records.
         wrong: dict[str, int] = {}
         samples: dict[str, list[str]] = {}
-        mismatch = self.embedder_mismatch() or ""
+        mismatch = self.store.embedder_mismatch() or ""
         # Against the model that made the vectors: a change of model is `model_mismatch`, with its own fix.
-        version = self.stored_index_version()
-        for name, collection in (("papers", self.papers), ("chunks", self.chunks)):
+        version = self.store.stored_index_version()
+        for name, collection in (("papers", self.store.papers), ("chunks", self.store.chunks)):
             if mismatch:
                 break  # the settings' model is not the collection's: its dimension says nothing of the store
             got = collection.get(include=["embeddings"], limit=5)
             vectors = got["embeddings"]
-            if vectors is not None and len(vectors) and len(vectors[0]) != self.dimensions():
+            if vectors is not None and len(vectors) and len(vectors[0]) != self.store.dimensions():
                 wrong[name], samples[name] = len(vectors[0]), list(got["ids"])
         return Health(
             papers=len(fingerprints),
@@ -163,7 +166,7 @@ class PaperReads(ChromaStore):
 
     def _recorded_folder(self) -> str:
         """The model folder the collection records (path and weights), or why it cannot be verified."""
-        meta = self.model_record()
+        meta = self.store.model_record()
         if not str(meta.get(EMBEDDER, "")).startswith("local:"):
             return ""
         if not meta.get(EMBEDDER_WEIGHTS):
@@ -173,13 +176,13 @@ class PaperReads(ChromaStore):
 
     def fingerprints(self) -> dict[str, str]:
         """doc_id -> stored fingerprint, for every paper."""
-        return self._stored()[0]
+        return self.fingerprints_and_keys()[0]
 
-    def _stored(self) -> tuple[dict[str, str], dict[str, str]]:
+    def fingerprints_and_keys(self) -> tuple[dict[str, str], dict[str, str]]:
         """doc_id -> stored fingerprint, and identity key -> doc_id (rag_bot/reading/identity.py), for every paper."""
         out: dict[str, str] = {}
         known: dict[str, str] = {}
-        for batch in self._iter_records(include=["metadatas"]):
+        for batch in self.store.iter_records(include=["metadatas"]):
             for doc_id, meta in zip(batch["ids"], batch["metadatas"] or []):
                 meta = joined(meta or {})
                 out[doc_id] = meta.get("fingerprint", "")
@@ -197,31 +200,28 @@ class PaperReads(ChromaStore):
 
     def iter_papers(self) -> Iterator[Paper]:
         """Every stored paper, read a page at a time (memory stays that of a page)."""
-        for batch in self._iter_records(include=["documents", "metadatas"]):
+        for batch in self.store.iter_records(include=["documents", "metadatas"]):
             yield from _readable_papers(batch)
 
     def papers_by_id(self, doc_ids: Sequence[str]) -> list[Paper]:
         """The stored papers of these ids (those that exist and can be read), in one request."""
         if not doc_ids:
             return []
-        return _readable_papers(self.papers.get(ids=list(dict.fromkeys(doc_ids)), include=["documents", "metadatas"]))
+        return _readable_papers(self.store.papers.get(ids=list(dict.fromkeys(doc_ids)), include=["documents", "metadatas"]))
 
     def paper_vectors(self, doc_ids: Sequence[str]) -> dict[str, list[float]]:
         """Whole-abstract vectors of the given papers."""
         if not doc_ids:
             return {}
-        got = self.papers.get(ids=list(dict.fromkeys(doc_ids)), include=["embeddings"])
+        got = self.store.papers.get(ids=list(dict.fromkeys(doc_ids)), include=["embeddings"])
         return {i: list(v) for i, v in zip(got["ids"], got["embeddings"])}  # type: ignore[arg-type]
 
     def paper_matrix(self) -> tuple[list[str], np.ndarray]:
         """Every paper's id and whole-abstract vector, as float32 rows (read in batches)."""
         ids: list[str] = []
         rows: list[np.ndarray] = []
-        for batch in self._iter_records(include=["embeddings"]):
+        for batch in self.store.iter_records(include=["embeddings"]):
             ids.extend(batch["ids"])
             if len(batch["ids"]):
                 rows.append(np.asarray(batch["embeddings"], dtype=np.float32))
         return ids, (np.concatenate(rows) if rows else np.zeros((0, 0), dtype=np.float32))
-
-    def _after_open(self) -> None:
-        self._clean_orphans_if_counts_disagree()

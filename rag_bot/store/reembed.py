@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from rag_bot.errors import StoreError
 from rag_bot.settings import Settings
-from rag_bot.store.index import PaperIndex
+from rag_bot.store.index import BATCH_PAPERS, PaperIndex
 
 log = logging.getLogger(__name__)
 
@@ -27,8 +27,9 @@ def staging_name(collection: str) -> str:
 
 
 def reembed(settings: Settings, progress: Callable[[int], None] | None = None,
-            on_start: Callable[[int], None] | None = None) -> tuple[int, str]:
-    """Re-embed the collection with the settings' model; (papers moved, what was done in words)."""
+            on_start: Callable[[int], None] | None = None, batch_papers: int = BATCH_PAPERS) -> tuple[int, str]:
+    """Re-embed the collection with the settings' model, `batch_papers` papers staged at a time; (papers moved,
+    what was done in words)."""
     staging_settings = settings.model_copy(update={"collection": staging_name(settings.collection)})
     old = PaperIndex(settings)
     staging = PaperIndex(staging_settings)
@@ -42,7 +43,7 @@ def reembed(settings: Settings, progress: Callable[[int], None] | None = None,
     papers = old.all_papers()
     if on_start:
         on_start(len(papers))
-    staging.ingest(papers, prune=True, progress=progress)
+    staging.ingest(papers, prune=True, progress=progress, batch_papers=batch_papers)
     if staging.count() != len(papers):
         raise StoreError(f"staged {staging.count()} of {len(papers)} papers; run the same command again to resume")
     moved = len(papers)

@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     except (NoIndexError, StoreError) as exc:
         log.debug("stopped", exc_info=True)
         return fail(str(exc))
-    except (QuestionError, BadFlag) as exc:
+    except (QuestionError, BadFlag, SettingsError) as exc:  # SettingsError: a count grounding was not fitted with
         return fail(str(exc), 2)
     except KeyboardInterrupt:
         return fail("interrupted; run the same command again to finish", 130)

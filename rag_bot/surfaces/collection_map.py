@@ -155,16 +155,17 @@ def choose_k(n: int) -> int:
     return max(1, min(12, n, round(math.sqrt(n / 2))))
 
 
-def kmeans(vectors: np.ndarray, k: int, seed: int = 0, restarts: int = 4, iterations: int = 60) -> np.ndarray:
+def kmeans(vectors: np.ndarray, k: int, seed: int = 0, restarts: int = 4, iterations: int = 60,
+           fit_sample: int = FIT_SAMPLE) -> np.ndarray:
     """Cluster numbers of the rows by k-means on unit vectors (cosine), best of a few k-means++ starts; past
-    `FIT_SAMPLE` rows the centres are fitted on an evenly spread sample, then every row takes its nearest."""
+    `fit_sample` rows the centres are fitted on an evenly spread sample, then every row takes its nearest."""
     n = len(vectors)
     if n == 0:
         return np.zeros(0, dtype=int)
     k = max(1, min(k, n))
     unit = np.asarray(vectors, dtype=np.float32)
     unit = unit / np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), np.float32(1e-12))
-    fit = unit if n <= FIT_SAMPLE else unit[np.linspace(0, n - 1, FIT_SAMPLE).round().astype(int)]
+    fit = unit if n <= fit_sample else unit[np.linspace(0, n - 1, fit_sample).round().astype(int)]
     m = len(fit)
     rng = np.random.default_rng(seed)
     best: tuple[float, np.ndarray] | None = None

@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-RETRIEVED_IN_ANSWER = 10  # ranked papers listed in an answer's `retrieved`
 QUOTED_TOPIC_WORDS = 12  # a refusal quotes the question's topic back when it is at most this long (not a pasted abstract)
 
 
@@ -75,9 +74,9 @@ def decline(question: str, mode: Mode, ranked: Sequence[ScoredPaper], filters: F
     return Answer(question=question, mode=mode, answer=text, grounded=False, citations=[], retrieved=[])
 
 
-def retrieved_list(ranked: Sequence[ScoredPaper]) -> list[dict[str, float | str]]:
-    """The ranking as the JSON contract's `retrieved`."""
-    return [{"doc_id": p.paper.doc_id, "score": p.score} for p in ranked[:RETRIEVED_IN_ANSWER]]
+def retrieved_list(ranked: Sequence[ScoredPaper], limit: int) -> list[dict[str, float | str]]:
+    """The first `limit` of the ranking (RAG_BOT_RETRIEVED_IN_ANSWER) as the JSON contract's `retrieved`."""
+    return [{"doc_id": p.paper.doc_id, "score": p.score} for p in ranked[:limit]]
 
 
 class PaperSynthesizer(BaseSynthesizer):
@@ -150,7 +149,7 @@ class PaperSynthesizer(BaseSynthesizer):
         if query.filter_note:
             answer.answer = f"_{query.filter_note}_\n\n{answer.answer}"
         answer.filters = query.filters
-        answer.retrieved = retrieved_list(ranked)
+        answer.retrieved = retrieved_list(ranked, self.settings.retrieved_in_answer)
         metadata["answer"] = answer
 
     def _check_support(self, answer: Answer, sources: Sequence[ScoredPaper]) -> None:

@@ -111,3 +111,50 @@ def test_an_api_key_with_spaces_is_refused(monkeypatch, key):
     assert "RAG_BOT_API_KEY='***'" in str(caught.value) and "without spaces" in str(caught.value)
     monkeypatch.setenv("RAG_BOT_API_KEY", "")
     assert Settings().api_key is None, "empty means unset"
+
+
+# A seeds question the default declines that RAG_BOT_TOP_K=3 once answered (its 3 candidates' ranks and shares were
+# read by a model fitted among 10), one it answers, and one off the collection's topics.
+TOP_K_QUESTIONS = [
+    "When I sample several answers and keep the best one, how can I tell which chain of thought is correct by looking "
+    "at how the hidden states evolve over time rather than at token probabilities?",
+    "How can I stop a voice-input chatbot from answering harmful spoken requests without making it refuse perfectly "
+    "innocent ones?",
+    "Can you recommend a paper about baking sourdough bread?",
+]
+
+
+def test_a_smaller_top_k_answers_and_declines_as_the_default_does(engine, seed_storage, monkeypatch):
+    """RAG_BOT_TOP_K sets what a search returns; the questions' answers and refusals stay the default's."""
+    from rag_bot.engine import Engine
+
+    monkeypatch.setenv("RAG_BOT_TOP_K", "3")
+    small = Engine(Settings(storage=seed_storage))
+    assert small.settings.top_k == 3 and len(small.retriever.retrieve_papers(TOP_K_QUESTIONS[0])) == 3
+    decisions = []
+    for question in TOP_K_QUESTIONS:
+        default, with_3 = engine.ask(question), small.ask(question)
+        assert with_3.grounded == default.grounded, question
+        assert [c.doc_id for c in with_3.citations] == [c.doc_id for c in default.citations], question
+        assert with_3.retrieved == default.retrieved and len(default.retrieved) == 10
+        decisions.append(default.grounded)
+    assert decisions == [False, True, False]
+
+
+def test_a_candidate_count_the_relevance_model_was_not_fitted_with_is_refused(seed_storage, monkeypatch, capsys):
+    """The relevance model records the candidates it was fitted among (10 for a direct answer, 40 for an area); another
+    count is refused in one line naming the variable, the fitted count and the fix, not answered differently."""
+    from rag_bot.engine import Engine
+    from tests.conftest import run_main
+
+    code, out, err = run_main(monkeypatch, capsys, seed_storage, "ask", TOP_K_QUESTIONS[1],
+                              RAG_BOT_ASK_CANDIDATES="20")
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and out == "" and len(lines) == 1, err
+    assert lines[0].startswith("rag-bot: RAG_BOT_ASK_CANDIDATES=20, but the relevance model was fitted with 10 "
+                               "candidates for a direct answer"), lines[0]
+    assert "bench.fit.relevance --write" in lines[0]
+    monkeypatch.delenv("RAG_BOT_ASK_CANDIDATES")
+    with pytest.raises(SettingsError, match="RAG_BOT_AREA_CANDIDATES=60, but the relevance model was fitted with 40"):
+        Engine(Settings(storage=seed_storage, area_candidates=60)).ask("Summarize the work on federated learning",
+                                                                      mode="summary")

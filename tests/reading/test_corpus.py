@@ -367,15 +367,12 @@ def test_only_regular_files_are_read(tmp_path: Path) -> None:
     assert [p.message for p in given.problems] == ["not a regular file; skipped"] * 2
 
 
-def test_files_over_the_size_limit_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import rag_bot.reading.files as files
-
-    monkeypatch.setattr(files, "MAX_FILE_BYTES", 2**20)
+def test_files_over_the_size_limit_are_refused(tmp_path: Path) -> None:
     big = tmp_path / "big.txt"
     big.write_text(_seed_text(_abstract(1)) + "x" * 2**21)
     packed = tmp_path / "bomb.jsonl.gz"
     packed.write_bytes(gzip.compress(b" " * (2**20 + 1)))
-    result = read_paths([big, packed])
+    result = read_paths([big, packed], max_file_bytes=2**20)
     assert result.papers == []
     assert [str(p) for p in result.problems] == [
         f"{big}: file is 2 MB, over the 1 MB limit; skipped",

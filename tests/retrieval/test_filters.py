@@ -104,13 +104,12 @@ def test_a_filter_larger_than_chroma_can_take_as_a_list_ranks_as_the_list_does(m
     """A filter letting through more papers than a Chroma query may list (SQLite's limit on variables: at 300,000
     papers a filter of three years failed) asks for more neighbours and keeps the allowed ones: the same papers in
     the same order as the exact list, and Chroma never receives a list over the limit."""
-    from rag_bot.retrieval import retrieve
+    from rag_bot.retrieval.retrieve import PaperRetriever
 
     question = "steering language model activations with sparse autoencoder features"
     filters = Filters.parse(venue="ICML")
-    monkeypatch.setattr(retrieve, "LIST_ABOVE", 0)  # the list, exact
-    exact = [(p.paper.doc_id, p.score) for p in mixed.retriever.retrieve_papers(question, filters=filters)]
-    monkeypatch.setattr(retrieve, "LIST_ABOVE", 10**9)
+    listing = PaperRetriever(mixed.index, mixed.settings, list_above=0)  # the list, exact
+    exact = [(p.paper.doc_id, p.score) for p in listing.retrieve_papers(question, filters=filters)]
     listed: list[int] = []
     for collection in (mixed.index.papers, mixed.index.chunks):
         real = collection.query
@@ -121,8 +120,8 @@ def test_a_filter_larger_than_chroma_can_take_as_a_list_ranks_as_the_list_does(m
             return _real(*args, **kwargs)
 
         monkeypatch.setattr(collection, "query", spy, raising=False)
-    monkeypatch.setattr(retrieve, "IN_LIMIT", 5)
-    wide = [(p.paper.doc_id, p.score) for p in mixed.retriever.retrieve_papers(question, filters=filters)]
+    wide_filter = PaperRetriever(mixed.index, mixed.settings, list_above=10**9, in_limit=5)
+    wide = [(p.paper.doc_id, p.score) for p in wide_filter.retrieve_papers(question, filters=filters)]
     assert wide == exact and len(wide) == 10
     assert listed and max(listed) == 0, "38 allowed papers, over the limit of 5: no list was sent"
     assert all(mixed.papers[d].venue == "ICML" for d, _ in wide)

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from chromadb.api.models.Collection import Collection
 
-import rag_bot.store.index as index_module
 from rag_bot.engine import Engine
 from rag_bot.errors import StoreError
 from rag_bot.settings import Settings
@@ -49,10 +48,9 @@ def _one_line(stream: str) -> str:
 def test_disk_full_mid_ingest_keeps_the_previous_index_and_a_rerun_finishes(
     tmp_path: Path, seed_list, embedder, monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
-    monkeypatch.setattr(index_module, "BATCH_PAPERS", 2)
     storage = tmp_path / "store"
     index = PaperIndex(Settings(storage=storage), embedder=embedder)
-    index.ingest(seed_list[:3])
+    index.ingest(seed_list[:3], batch_papers=2)
     before = (index.count(), index.chunk_count())
 
     real = Collection.upsert
@@ -67,7 +65,7 @@ def test_disk_full_mid_ingest_keeps_the_previous_index_and_a_rerun_finishes(
 
     monkeypatch.setattr(Collection, "upsert", disk_full)
     with pytest.raises(StoreError) as info:
-        index.ingest(seed_list[:9])
+        index.ingest(seed_list[:9], batch_papers=2)
     message = str(info.value)
     assert message.startswith("the store could not be written (disk full?): [Errno 28] No space left on device")
     assert "\n" not in message and str(storage) in message and "run the same ingest again" in message
@@ -81,10 +79,10 @@ def test_disk_full_mid_ingest_keeps_the_previous_index_and_a_rerun_finishes(
     assert engine.ask("What does the collection say about federated learning?").answer
 
     # A later ingest (the fault gone) completes the interrupted papers, and matches a clean build.
-    report = PaperIndex(Settings(storage=storage), embedder=embedder).ingest(seed_list[:9])
+    report = PaperIndex(Settings(storage=storage), embedder=embedder).ingest(seed_list[:9], batch_papers=2)
     assert report.added + report.unchanged == 9
     reference = PaperIndex(Settings(storage=tmp_path / "reference"), embedder=embedder)
-    reference.ingest(seed_list[:9])
+    reference.ingest(seed_list[:9], batch_papers=2)
     again = PaperIndex(Settings(storage=storage), embedder=embedder)
     assert sorted(again.fingerprints()) == sorted(reference.fingerprints())
     assert again.chunk_count() == reference.chunk_count()

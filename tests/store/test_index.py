@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import rag_bot.store.index as index_module
 from rag_bot.engine import Engine
+from rag_bot.errors import StoreError
 from rag_bot.reading.records import make_paper
 from rag_bot.settings import Settings
 from rag_bot.store.embedding import MiniLMEmbedding
-from rag_bot.store.index import PaperIndex, StoreError
+from rag_bot.store.index import PaperIndex
 from tests.conftest import free_port
 
 BIN = Path(sys.executable).parent
@@ -146,15 +146,12 @@ def test_without_prune_other_papers_stay(tmp_path: Path, seed_list, embedder) ->
     assert index.count() == 2
 
 
-def test_ingest_reads_its_papers_once_as_a_stream_in_bounded_batches(
-    tmp_path: Path, seed_list, embedder, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_ingest_reads_its_papers_once_as_a_stream_in_bounded_batches(tmp_path: Path, seed_list, embedder) -> None:
     """Papers may come from a one-pass iterator (the files read as a stream): each batch is embedded and written
     before the next papers are read, the progress adds up, and prune still knows every paper given."""
-    monkeypatch.setattr(index_module, "BATCH_PAPERS", 2)
     papers = seed_list[31:36]
     index = _index(tmp_path, embedder)
-    index.ingest(papers[:1])
+    index.ingest(papers[:1], batch_papers=2)
     stored_when_read: list[int] = []
 
     def stream():
@@ -163,7 +160,7 @@ def test_ingest_reads_its_papers_once_as_a_stream_in_bounded_batches(
             yield paper
 
     steps: list[int] = []
-    report = index.ingest(stream(), prune=True, progress=steps.append)
+    report = index.ingest(stream(), prune=True, progress=steps.append, batch_papers=2)
     assert (report.added, report.unchanged, report.removed) == (4, 0, 1)
     assert stored_when_read == [1, 1, 3, 3], "a batch is written before the next papers are read"
     assert sum(steps) == 4 and max(steps) == 2
@@ -179,10 +176,9 @@ def test_interrupted_ingest_finishes_on_rerun(
     tmp_path: Path, seed_list, embedder, monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
     papers = seed_list[26:31]
-    monkeypatch.setattr(index_module, "BATCH_PAPERS", 2)
 
     reference = _index(tmp_path / "reference", embedder)
-    reference.ingest(papers)
+    reference.ingest(papers, batch_papers=2)
 
     index = _index(tmp_path / "interrupted", embedder)
     calls = {"n": 0}
@@ -208,14 +204,13 @@ def test_interrupted_ingest_finishes_on_rerun(
         monkeypatch.setattr(index.papers, "upsert", flaky_upsert)
 
     with pytest.raises(_Boom):
-        index.ingest(papers)
+        index.ingest(papers, batch_papers=2)
     # Only the finished first batch looks done.
     assert sorted(index.fingerprints()) == sorted(p.doc_id for p in papers[:2])
     monkeypatch.undo()
-    monkeypatch.setattr(index_module, "BATCH_PAPERS", 2)
 
     rerun = _index(tmp_path / "interrupted", embedder)
-    report = rerun.ingest(papers)
+    report = rerun.ingest(papers, batch_papers=2)
     assert (report.added, report.unchanged) == (3, 2)
     ids, chunk_ids, fingerprints = _state(rerun)
     ref_ids, ref_chunk_ids, ref_fingerprints = _state(reference)
@@ -225,7 +220,7 @@ def test_interrupted_ingest_finishes_on_rerun(
     assert fingerprints == ref_fingerprints
     assert _same_vectors(_chunks(rerun), _chunks(reference))
     # And a third run has nothing left to do.
-    assert rerun.ingest(papers).chunks_embedded == 0
+    assert rerun.ingest(papers, batch_papers=2).chunks_embedded == 0
 
 
 def _run(args: list[str], env_storage: Path, timeout: int = 180) -> subprocess.CompletedProcess[str]:

@@ -17,8 +17,8 @@ from chromadb.api.models.Collection import Collection
 from chromadb.config import Settings as ChromaSettings
 
 from rag_bot.engine import Engine
+from rag_bot.errors import StoreError
 from rag_bot.settings import Settings
-from rag_bot.store import portable
 from rag_bot.store.index import PaperIndex
 from rag_bot.store.portable import export_collection, import_collection
 from rag_bot.surfaces.cli import main
@@ -46,6 +46,7 @@ def test_import_into_a_folder_embeds_nothing_and_answers_the_same(engine, export
     index = PaperIndex(Settings(storage=tmp_path / "store"), embedder=NoModel())
     counts = import_collection(index, exported)
     assert counts == {"papers": engine.index.count(), "chunks": engine.index.chunk_count(), "replaced": 0}
+    assert not index.embedder_loaded, "importing loads no embedding model"
     copy = Engine(Settings(storage=tmp_path / "store"))
     original, imported = engine.ask(QUESTION), copy.ask(QUESTION)
     assert imported.answer == original.answer and imported.citations == original.citations
@@ -265,7 +266,6 @@ def test_a_failure_in_the_middle_of_the_write_leaves_the_store_as_it_was(
     path, _, _ = _edited(exported, tmp_path)
     store = _copy_store(seed_storage, tmp_path)
     before = _snapshot(store)
-    monkeypatch.setattr(portable, "WRITE_BATCH", 10)  # several batches of each kind
     _, records = _load(path)
     chunk_batches = -(-sum(r["kind"] == "chunk" for r in records) // 10)
     fail_at = 2 if phase == "chunks" else chunk_batches + 2  # the 2nd batch of chunks, or of papers
@@ -282,9 +282,10 @@ def test_a_failure_in_the_middle_of_the_write_leaves_the_store_as_it_was(
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # where the import saves what it replaces
-    code, _, err = _import(store, path, capsys)
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert code == 1 and len(lines) == 1 and "Traceback" not in err, err
+    with pytest.raises(StoreError) as failed:  # 10 records per write: several batches of each kind
+        import_collection(PaperIndex(Settings(storage=store)), path, write_batch=10)
+    lines = str(failed.value).splitlines()
+    assert len(lines) == 1, lines
     assert "database is locked" in lines[0] and "disk full" not in lines[0], "the error names the real cause"
     assert "put back as it was" in lines[0]
     assert calls[fail_at - 1].endswith(f"_{phase}"), calls

@@ -10,7 +10,6 @@ import sys
 
 import pytest
 
-import rag_bot.store.index as index_module
 from rag_bot.engine import Engine
 from rag_bot.errors import StoreError
 from rag_bot.settings import Settings
@@ -38,22 +37,21 @@ def few_store(few_papers, tmp_path_factory):
     return storage
 
 
-def test_a_cut_short_move_keeps_the_old_collection_and_resumes(stand_in, few_store, tmp_path, monkeypatch):
+def test_a_cut_short_move_keeps_the_old_collection_and_resumes(stand_in, few_store, tmp_path):
     state, url = stand_in
     storage = tmp_path / "store"
     shutil.copytree(few_store, storage)
     built_in = Engine(Settings(storage=storage)).ask(QUESTION).answer
-    monkeypatch.setattr(index_module, "BATCH_PAPERS", 1)
     state.fail_after = 1  # the stand-in answers 500 from its second request on
     with pytest.raises(StoreError, match="HTTP 500"):
-        reembed(remote(storage, url))
+        reembed(remote(storage, url), batch_papers=1)
     state.fail_after = None
     # Nothing was lost: the old collection still answers, with its own model; some papers are staged.
     assert Engine(Settings(storage=storage)).ask(QUESTION).answer == built_in
     staged = Engine(remote(storage, url, collection=staging_name("abstracts"))).index.count()
     assert 0 < staged < 3
     state.inputs.clear()
-    moved, said = reembed(remote(storage, url))
+    moved, said = reembed(remote(storage, url), batch_papers=1)
     # Said from the model that made the old vectors to the new one (it once named the new one twice).
     assert moved == 3 and said == f"re-embedded with {embedder_name(Settings())} -> api:minilm-stand-in", said
     resumed_texts = len(state.inputs)
@@ -65,7 +63,7 @@ def test_a_cut_short_move_keeps_the_old_collection_and_resumes(stand_in, few_sto
     state.inputs.clear()
     fresh = tmp_path / "fresh"
     shutil.copytree(few_store, fresh)
-    reembed(remote(fresh, url))
+    reembed(remote(fresh, url), batch_papers=1)
     assert resumed_texts < len(state.inputs)
 
 

@@ -93,17 +93,14 @@ def test_the_map_of_a_store_is_saved_and_recomputed_when_the_collection_changes(
     assert len(map_of(index)) == 9
 
 
-def test_large_collections_are_clustered_on_a_sample_and_every_paper_assigned(monkeypatch) -> None:
-    import rag_bot.surfaces.collection_map as cmap_module
-
-    monkeypatch.setattr(cmap_module, "FIT_SAMPLE", 20)
+def test_large_collections_are_clustered_on_a_sample_and_every_paper_assigned() -> None:
     rng = np.random.default_rng(5)
     centres = np.eye(6)[:3] * 5
     points = np.vstack([c + rng.normal(scale=0.2, size=(40, 6)) for c in centres])
-    labels = kmeans(points, 3)
+    labels = kmeans(points, 3, fit_sample=20)
     groups = [set(labels[i * 40:(i + 1) * 40].tolist()) for i in range(3)]
     assert all(len(g) == 1 for g in groups) and len(set.union(*groups)) == 3
-    assert np.array_equal(labels, kmeans(points, 3))  # the same collection, the same map
+    assert np.array_equal(labels, kmeans(points, 3, fit_sample=20))  # the same collection, the same map
 
 
 def test_a_saved_map_of_an_older_format_is_computed_again(tmp_path, seed_list_small, caplog) -> None:

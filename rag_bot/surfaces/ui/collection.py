@@ -16,7 +16,7 @@ from gradio.utils import get_upload_folder
 
 from rag_bot.reading.corpus import SUFFIXES, ReadResult
 from rag_bot.surfaces.ui.base import Library, Shared
-from rag_bot.surfaces.ui.render import paper_rows, paper_table, table_caption, upload_summary
+from rag_bot.surfaces.ui.render import TABLE_ROWS, paper_rows, paper_table, table_caption, upload_summary
 from rag_bot.text import mask_credentials
 
 if TYPE_CHECKING:
@@ -40,13 +40,14 @@ def check_upload(path: Path, max_mb: int) -> str | None:
 
 class CollectionPanel:
     """The paper table with its search box, and the upload form with its summary. The table shows the first
-    `TABLE_ROWS` papers (by source, then id) of the collection or of a search, the caption over it how many there
-    are; the unsearched table comes from the collection map, so building the page decodes no paper."""
+    `table_rows` (`TABLE_ROWS`) papers (by source, then id) of the collection or of a search, the caption over it
+    how many there are; the unsearched table comes from the collection map, so building the page decodes no paper."""
 
-    def __init__(self, library: Library, shared: Shared) -> None:
+    def __init__(self, library: Library, shared: Shared, table_rows: int = TABLE_ROWS) -> None:
         self.library = library
         self.engine = library.engine
         self.shared = shared
+        self.table_rows = table_rows
 
     def render(self) -> None:
         max_mb = self.engine.settings.max_upload_mb
@@ -56,8 +57,8 @@ class CollectionPanel:
                                         elem_id="search", scale=4)
                 self.search_btn = gr.Button("Search", scale=1, elem_id="search-btn")
             rows = paper_rows(self.library.map, self.library.papers)
-            self.caption = gr.Markdown(table_caption(len(rows)), elem_id="papers-caption")
-            self.table = gr.Dataframe(paper_table(self.library.map, rows), interactive=False, wrap=True,
+            self.caption = gr.Markdown(table_caption(len(rows), limit=self.table_rows), elem_id="papers-caption")
+            self.table = gr.Dataframe(paper_table(self.library.map, rows, self.table_rows), interactive=False, wrap=True,
                                       elem_id="papers-table", max_height=420)
             # (papers found, query) of the table shown: a State, so the /search and /upload APIs still return
             # the table alone, and the caption follows it.
@@ -89,13 +90,15 @@ class CollectionPanel:
         uploaded = self.add.click(self.add_files, [self.files, self.replace], outputs, api_name="upload",
                                   concurrency_limit=1, concurrency_id="ingest")
         for event in [*searched, uploaded]:
-            event.then(lambda found: table_caption(*found), [self.found], [self.caption], api_visibility="private")
+            event.then(lambda found: table_caption(found[0], found[1], self.table_rows), [self.found], [self.caption],
+                       api_visibility="private")
         return uploaded
 
     def refreshed(self) -> tuple[object, ...]:
         """The table, its caption and (papers found, query) of the collection as it is now."""
         rows = paper_rows(self.library.map, self.library.papers)
-        return paper_table(self.library.map, rows), table_caption(len(rows)), (len(rows), "")
+        return (paper_table(self.library.map, rows, self.table_rows), table_caption(len(rows), limit=self.table_rows),
+                (len(rows), ""))
 
     def search(self, query: str | None) -> dict[Component, object]:
         """The table of the papers matching every word of the query (of every paper for an empty one), and
@@ -103,7 +106,7 @@ class CollectionPanel:
         query = query or ""
         cmap = self.library.map
         rows = paper_rows(cmap, self.library.papers, query)
-        return {self.table: paper_table(cmap, rows), self.found: (len(rows), query)}
+        return {self.table: paper_table(cmap, rows, self.table_rows), self.found: (len(rows), query)}
 
     def add_files(
         self, files: list[str] | None, replace: bool = False, progress: gr.Progress = gr.Progress()  # noqa: B008

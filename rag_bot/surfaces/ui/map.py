@@ -124,11 +124,12 @@ def map_svg(cmap: CollectionMap, cited: Sequence[str] = (), limit: int | None = 
 
 class MapPanel:
     """The map and its legend; drawn when the tab opens (with the last answer's sources), renamed and recounted
-    after an upload (`refresh_legend`)."""
+    after an upload (`refresh_legend`). At most `map_points` (`MAP_POINTS`) papers are drawn."""
 
-    def __init__(self, library: Library, shared: Shared) -> None:
+    def __init__(self, library: Library, shared: Shared, map_points: int = render.MAP_POINTS) -> None:
         self.library = library
         self.shared = shared
+        self.map_points = map_points
 
     def render(self) -> None:
         with gr.Tab("Map", id="map") as self.tab:
@@ -149,16 +150,16 @@ class MapPanel:
     def register_events(self) -> None:
         self.tab.select(self.show, [self.shared.turns], [self.plot, self.label], api_visibility="private")
 
-    @staticmethod
-    def caption(cmap: CollectionMap, cited: Sequence[str]) -> str:
-        shown = len(cmap.sample(render.MAP_POINTS, cited))
+    def caption(self, cmap: CollectionMap, cited: Sequence[str]) -> str:
+        """How many of the collection's papers the map draws, and how to use it."""
+        shown = len(cmap.sample(self.map_points, cited))
         return f"{map_label(shown, len(cmap))}. {MAP_HINT}"
 
     def show(self, turns: Sequence[Turn]) -> tuple[str, str]:
         """The map with the last answer's sources marked, and its caption."""
         cmap = self.library.map
         cited = cited_ids(turns)
-        return map_svg(cmap, cited), self.caption(cmap, cited)
+        return map_svg(cmap, cited, self.map_points), self.caption(cmap, cited)
 
     def paper_card(self, doc_id: str) -> str:
         """The card of a paper clicked on the map: title, where it is, abstract, and a button asking about it."""

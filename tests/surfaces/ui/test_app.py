@@ -251,31 +251,26 @@ class Sealed(Mapping[str, Paper]):
         raise AssertionError(f"paper {doc_id} was read")
 
 
-def test_a_collection_over_the_bounds_shows_a_bounded_table_and_map_built_from_the_map_alone(
-    engine, monkeypatch
-) -> None:
+def test_a_collection_over_the_bounds_shows_a_bounded_table_and_map_built_from_the_map_alone(engine) -> None:
     """Past `TABLE_ROWS` papers the table shows the first ones and says how many there are, past `MAP_POINTS` the
     plot draws a sample and says so; neither reads a paper. A search still reaches every paper (here with the
     bounds at 10, below the 38 seeds)."""
     import gradio as gr
 
-    import rag_bot.surfaces.ui.render as render
     from rag_bot.surfaces.ui.base import Library, Shared
     from rag_bot.surfaces.ui.chat import ChatPanel
     from rag_bot.surfaces.ui.collection import CollectionPanel
     from rag_bot.surfaces.ui.map import MapPanel
     from rag_bot.surfaces.ui.sources import SourcesPanel
 
-    monkeypatch.setattr(render, "TABLE_ROWS", 10)
-    monkeypatch.setattr(render, "MAP_POINTS", 10)
     library = Library(engine)
     papers = library.papers
     library.papers = Sealed(len(papers))
     shared = Shared(status=gr.Markdown(), turns=gr.State([]))
     with gr.Blocks():
-        collection = CollectionPanel(library, shared)
+        collection = CollectionPanel(library, shared, table_rows=10)
         collection.render()
-        plot = MapPanel(library, shared)
+        plot = MapPanel(library, shared, map_points=10)
         plot.render()
     assert collection.caption.value == "Showing 10 of 38 papers; search to narrow"
     shown = [row[2] for row in collection.table.value["data"]]
@@ -290,7 +285,7 @@ def test_a_collection_over_the_bounds_shows_a_bounded_table_and_map_built_from_t
     assert found[collection.table]["ID"].tolist() == [last.doc_id] and found[collection.found][0] == 1
     assert len(collection.search("the")[collection.table]) == 10
     count, query = collection.search("the")[collection.found]
-    assert count > 10 and table_caption(count, query) == f"{count} papers match; showing the first 10"
+    assert count > 10 and table_caption(count, query, limit=10) == f"{count} papers match; showing the first 10"
 
     # The filters offer every venue and source of the collection, read from the map.
     with gr.Blocks():
