@@ -148,11 +148,6 @@ class ChromaStore:
         return self._splitter
 
     @property
-    def embedder_loaded(self) -> bool:
-        """Whether the embedding model has been loaded (opening, reading and importing load none)."""
-        return self._embedder is not None
-
-    @property
     def embedder(self) -> Embedder:
         """The embedding model, loaded on first use (opening the store for stats needs none)."""
         if self._embedder is None:

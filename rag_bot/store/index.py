@@ -141,11 +141,6 @@ class PaperIndex:
         return self.store.embedder
 
     @property
-    def embedder_loaded(self) -> bool:
-        """Whether the embedding model has been loaded."""
-        return self.store.embedder_loaded
-
-    @property
     def index_version(self) -> str:
         """Part of every paper's fingerprint: the model and the chunking."""
         return self.store.index_version

@@ -41,7 +41,6 @@ _FINDING = re.compile(
     re.IGNORECASE,
 )
 _LIMITATION = re.compile(r"\b(however|limitation\w*|fail\w*|suffer\w*|challenge\w*)\b", re.IGNORECASE)
-_FIGURE = re.compile(r"\d")
 SIGNALS = (*ROLES, "position", "first", "last", "reads alone", "figure", "contribution", "approach", "finding",
            "limitation")
 
@@ -52,7 +51,7 @@ def cell_signals(sentences: Sequence[str], roles: np.ndarray) -> np.ndarray:
     if not n:
         return np.zeros((0, len(SIGNALS)))
     position = np.arange(n) / max(n - 1, 1)
-    words = [[reads_alone(clean_quote(s)), bool(_FIGURE.search(s)), bool(CONTRIBUTION.search(s)),
+    words = [[reads_alone(clean_quote(s)), any(c.isdigit() for c in s), bool(CONTRIBUTION.search(s)),
               bool(_APPROACH.search(s)), bool(_FINDING.search(s)), bool(_LIMITATION.search(s))] for s in sentences]
     return np.hstack([roles, np.stack([position, position == 0, position == position[-1]], axis=1),
                       np.asarray(words, dtype=float)]).astype(float)

