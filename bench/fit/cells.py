@@ -15,7 +15,6 @@ SHIPPED model).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import re
 import sys
@@ -23,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.fit.problem_cell import ROLE_PENALTY
+from bench.fit.labelled import fold, labelled_abstracts, out_of_fold_roles
 from bench.fit.roles import LABELS
-from bench.fitting import fit_logistic, fit_softmax, tell_shipped
+from bench.fitting import fit_logistic, tell_shipped
 from rag_bot.evaluation.split import locked  # the one locked split
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,15 +71,12 @@ def hand_weighted(sentences: list[str], roles: np.ndarray) -> dict[str, int | No
     return pick
 
 
-def fold(doc_id: str) -> int:
-    return int(hashlib.sha1(doc_id.encode()).hexdigest(), 16) % 5
-
 
 def main() -> int:
     from rag_bot.engine import Engine
     from rag_bot.settings import Settings
     from rag_bot.writing.cells import CELLS, SIGNALS, cell_signals
-    from rag_bot.writing.roles import ROLES, role_probabilities, role_signals
+    from rag_bot.writing.roles import role_probabilities
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--store", type=Path, default=ROOT / "storage" / "bench-3000")
@@ -88,35 +84,11 @@ def main() -> int:
     args = parser.parse_args()
     engine = Engine(Settings(storage=args.store))
     seeds = {p.doc_id for p in engine.papers.values() if not p.source.startswith("ml_abstracts")}
-    by_paper: dict[str, dict[int, tuple[str, str]]] = {}
-    for line in LABELS.read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        by_paper.setdefault(row["doc_id"], {})[row["i"]] = (row["role"], row["sha1"])
-    papers = []  # (doc_id, sentences, vectors, labels)
-    for doc_id, rows in by_paper.items():
-        paper = engine.papers.get(doc_id)
-        if paper is None:
-            continue
-        sentences, vectors = engine.sentences.of(paper)
-        if len(rows) != len(sentences) or any(hashlib.sha1(sentences[i].encode()).hexdigest()[:12] != sha
-                                              for i, (_, sha) in rows.items()):
-            continue  # changed since labelled
-        papers.append((doc_id, sentences, vectors, [rows[i][0] for i in range(len(sentences))]))
+    papers = labelled_abstracts(engine)
     fit = [p for p in papers if not locked(p[0]) and p[0] not in seeds]
     # Out-of-fold role probabilities on the fit part (the role model saw these abstracts), the shipped model's
     # elsewhere (the locked part it never saw; the seeds as a user's collection has them).
-    roles: dict[str, np.ndarray] = {p[0]: role_probabilities(p[2]) for p in papers}
-    x_all = np.vstack([role_signals(p[2]) for p in fit])
-    mean, scale = x_all.mean(axis=0), x_all.std(axis=0) + 1e-9
-    for k in range(5):
-        train = [p for p in fit if fold(p[0]) != k]
-        x = (np.vstack([role_signals(p[2]) for p in train]) - mean) / scale
-        w = fit_softmax(x, np.concatenate([[ROLES.index(r) for r in p[3]] for p in train]), len(ROLES), ROLE_PENALTY)
-        for p in fit:
-            if fold(p[0]) == k:
-                z = np.hstack([(role_signals(p[2]) - mean) / scale, np.ones((len(p[1]), 1))]) @ w
-                e = np.exp(z - z.max(axis=1, keepdims=True))
-                roles[p[0]] = e / e.sum(axis=1, keepdims=True)
+    roles: dict[str, np.ndarray] = {p[0]: role_probabilities(p[2]) for p in papers} | out_of_fold_roles(fit)
     signals = {p[0]: cell_signals(p[1], roles[p[0]]) for p in papers}
 
     def train_cells(part: list, penalty: float) -> dict:

@@ -16,7 +16,6 @@ rag_bot/writing/problem_model.json (writes a SHIPPED model).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.fit.labelled import labelled_abstracts, out_of_fold_roles
 from bench.fit.roles import LABELS
 from bench.fitting import fit_softmax, tell_shipped
 from rag_bot.evaluation.split import locked  # the one locked split
@@ -31,7 +31,6 @@ from rag_bot.evaluation.split import locked  # the one locked split
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "rag_bot" / "writing" / "problem_model.json"  # written only with --write
 
-ROLE_PENALTY = 100.0  # bench/results/roles.json: the role model's penalty, chosen there by 5-fold accuracy
 PENALTY = 1.0  # the logistic regression has 6 signals and ~1,100 sentences: barely any ridge needed
 CUTS = np.round(np.arange(0.05, 0.96, 0.01), 2)
 
@@ -40,43 +39,16 @@ def main() -> int:
     from rag_bot.engine import Engine
     from rag_bot.settings import Settings
     from rag_bot.writing.problems import SIGNALS, problem_signals
-    from rag_bot.writing.roles import ROLES, role_probabilities, role_signals
+    from rag_bot.writing.roles import ROLES, role_probabilities
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--store", type=Path, default=ROOT / "storage" / "bench-3000")
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
     engine = Engine(Settings(storage=args.store))
-    by_paper: dict[str, dict[int, str]] = {}
-    for line in LABELS.read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        by_paper.setdefault(row["doc_id"], {})[row["i"]] = (row["role"], row["sha1"])
-    papers = []  # (doc_id, sentences, vectors, labels)
-    for doc_id, rows in by_paper.items():
-        paper = engine.papers.get(doc_id)
-        if paper is None:
-            continue
-        sentences, vectors = engine.sentences.of(paper)
-        if len(rows) != len(sentences) or any(hashlib.sha1(sentences[i].encode()).hexdigest()[:12] != sha
-                                              for i, (_, sha) in rows.items()):
-            continue  # changed since labelled
-        papers.append((doc_id, sentences, vectors, [rows[i][0] for i in range(len(sentences))]))
+    papers = labelled_abstracts(engine)
     fit = [p for p in papers if not locked(p[0])]
-    folds = {p[0]: int(hashlib.sha1(p[0].encode()).hexdigest(), 16) % 5 for p in fit}
-    features = {p[0]: role_signals(p[2]) for p in papers}
-    x_all = np.vstack([features[p[0]] for p in fit])
-    mean, scale = x_all.mean(axis=0), x_all.std(axis=0) + 1e-9
-    probabilities: dict[str, np.ndarray] = {}
-    for k in range(5):  # out-of-fold role probabilities for the fit part
-        train = [p for p in fit if folds[p[0]] != k]
-        x = (np.vstack([features[p[0]] for p in train]) - mean) / scale
-        y = np.concatenate([[ROLES.index(r) for r in p[3]] for p in train])
-        w = fit_softmax(x, y, len(ROLES), ROLE_PENALTY)
-        for p in fit:
-            if folds[p[0]] == k:
-                z = np.hstack([(features[p[0]] - mean) / scale, np.ones((len(p[1]), 1))]) @ w
-                e = np.exp(z - z.max(axis=1, keepdims=True))
-                probabilities[p[0]] = e / e.sum(axis=1, keepdims=True)
+    probabilities = out_of_fold_roles(fit)
     for p in papers:
         if locked(p[0]):
             probabilities[p[0]] = role_probabilities(p[2])
