@@ -41,6 +41,7 @@ RESULT_CUES = re.compile(
     re.IGNORECASE,
 )
 
+LIMITATION = re.compile(r"\b(however|limitation\w*|fail\w*|suffer\w*|challenge\w*)\b", re.IGNORECASE)
 
 def hand_weighted(sentences: list[str], roles: np.ndarray) -> dict[str, int | None]:
     """The cells as the hand-weighted rule chose them (Approach first, then Reported results)."""
@@ -54,7 +55,7 @@ def hand_weighted(sentences: list[str], roles: np.ndarray) -> dict[str, int | No
 
     def strength(s: str) -> int:
         return (2 * bool(cells._FINDING.search(s)) + bool(re.search(r"\d", s))
-                - 2 * bool(cells._LIMITATION.search(s)))
+                - 2 * bool(LIMITATION.search(s)))
 
     used: set[str] = set()
     pick: dict[str, int | None] = {}

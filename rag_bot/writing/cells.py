@@ -1,8 +1,8 @@
 """Which sentence fills a comparison's Approach and Reported results cells: a fitted choice.
 
 Each sentence of an abstract gets its signals (its role probabilities, rag_bot/writing/roles.py; its place; whether
-it reads alone; whether it holds a figure; and four cue words of what a contribution, an approach, a finding and a
-limitation say) and, per cell, a logistic regression's score of it having the cell's role (method, result), fitted by
+it reads alone; whether it holds a figure; and three cue words of what a contribution, an approach and a finding
+say) and, per cell, a logistic regression's score of it having the cell's role (method, result), fitted by
 bench/fit/cells.py on the labelled roles' fit part (bench/data/sentence_roles.jsonl, role probabilities from role
 models that did not see the abstract). The cell takes the best-scoring sentence not already used.
 """
@@ -40,9 +40,7 @@ _FINDING = re.compile(
     r"results? show\w*|experiments? (?:show|demonstrate)\w*|demonstrat\w*|yield\w*|boost\w*|match\w*)\b",
     re.IGNORECASE,
 )
-_LIMITATION = re.compile(r"\b(however|limitation\w*|fail\w*|suffer\w*|challenge\w*)\b", re.IGNORECASE)
-SIGNALS = (*ROLES, "position", "first", "last", "reads alone", "figure", "contribution", "approach", "finding",
-           "limitation")
+SIGNALS = (*ROLES, "position", "first", "last", "reads alone", "figure", "contribution", "approach", "finding")
 
 
 def cell_signals(sentences: Sequence[str], roles: np.ndarray) -> np.ndarray:
@@ -52,7 +50,7 @@ def cell_signals(sentences: Sequence[str], roles: np.ndarray) -> np.ndarray:
         return np.zeros((0, len(SIGNALS)))
     position = np.arange(n) / max(n - 1, 1)
     words = [[reads_alone(clean_quote(s)), any(c.isdigit() for c in s), bool(CONTRIBUTION.search(s)),
-              bool(_APPROACH.search(s)), bool(_FINDING.search(s)), bool(_LIMITATION.search(s))] for s in sentences]
+              bool(_APPROACH.search(s)), bool(_FINDING.search(s))] for s in sentences]
     return np.hstack([roles, np.stack([position, position == 0, position == position[-1]], axis=1),
                       np.asarray(words, dtype=float)]).astype(float)
 
