@@ -125,7 +125,8 @@ def missing_part(topic: str, ranked: Sequence[ScoredPaper]) -> tuple[Missing | N
         # Only general words ("large language models") are held: nothing covers what the question is about. When
         # nothing is held, that is said as the question's topic (a part split off with its request, "What machine
         # learning work exists", is not one of its concepts).
-        said_all = (topic_phrase(topic) if not held else "") or " or ".join(lacking) or topic_phrase(topic) or topic
+        phrase, joined = topic_phrase(topic), " or ".join(lacking)
+        said_all = (joined or phrase if held else phrase or joined) or topic
         return Missing(lacking=(said_all,)), []
     if lacking:
         return Missing(lacking=tuple(lacking), held=tuple(n for n, _ in held)), chosen

@@ -107,11 +107,10 @@ class RelevanceJudge(BaseNodePostprocessor):
         by_id = {n.node.node_id: n for n in nodes}
         return [by_id[p.paper.doc_id] for p in grounding.sources if p.paper.doc_id in by_id]
 
-    def candidates(self, nodes: list[NodeWithScore], grounding: Grounding) -> tuple[list[NodeWithScore], bool]:
-        """The papers to judge (grounding's sources in its order, then the next ranked papers close enough to
-        cite, at most `max_candidates`) and whether papers may be added (not when the question names papers: then
-        it chose them)."""
-        marked = self.marked(nodes, grounding)
+    def candidates(self, nodes: list[NodeWithScore], marked: list[NodeWithScore]) -> tuple[list[NodeWithScore], bool]:
+        """The papers to judge (grounding's sources, `marked`, in its order, then the next ranked papers close
+        enough to cite, at most `max_candidates`) and whether papers may be added (not when the question names
+        papers: then it chose them)."""
         chosen = {n.node.node_id for n in marked}
         may_add = not any(scored_paper(n).named for n in marked)
         extra = [n for n in nodes if n.node.node_id not in chosen and self.eligible(n)] if may_add else []
@@ -133,7 +132,7 @@ class RelevanceJudge(BaseNodePostprocessor):
         if grounding is None:
             raise TypeError("the relevance judge runs after the grounding stage")
         marked = self.marked(nodes, grounding)
-        candidates, may_add = self.candidates(nodes, grounding)
+        candidates, may_add = self.candidates(nodes, marked)
         if not marked or all(scored_paper(n).named for n in candidates):
             return nodes  # declined, or only named papers: nothing to judge
         chosen = self.judge(query_bundle, candidates)

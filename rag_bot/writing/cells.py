@@ -60,7 +60,16 @@ def _model(path: Path = MODEL_FILE) -> fitted.Fitted:
     return fitted.load(path, SIGNALS, tuple(CELLS.values()))
 
 
+def cell_orders(sentences: Sequence[str], roles: np.ndarray) -> dict[str, list[int]]:
+    """For each fitted row, the abstract's sentences (their indexes) likeliest first (signals computed once)."""
+    rows, model = cell_signals(sentences, roles), _model()
+    orders = {}
+    for row, function in CELLS.items():
+        scores = model.probabilities(rows, function)
+        orders[row] = sorted(range(len(sentences)), key=lambda i: (-scores[i], i))
+    return orders
+
+
 def cell_order(sentences: Sequence[str], roles: np.ndarray, row: str) -> list[int]:
-    """The abstract's sentences (their indexes) for a row's cell, likeliest first."""
-    scores = _model().probabilities(cell_signals(sentences, roles), CELLS[row])
-    return sorted(range(len(sentences)), key=lambda i: (-scores[i], i))
+    """The abstract's sentences (their indexes) for one row's cell, likeliest first."""
+    return cell_orders(sentences, roles)[row]

@@ -12,7 +12,7 @@ from rag_bot.settings import Settings
 from rag_bot.store.sentences import SentenceIndex
 from rag_bot.text import clean_markup
 from rag_bot.types import Answer, Citation, Mode, Paper, ScoredPaper
-from rag_bot.writing.cells import CELLS, CONTRIBUTION, cell_order
+from rag_bot.writing.cells import CELLS, CONTRIBUTION, cell_orders
 from rag_bot.writing.compose import PaperSynthesizer, word_deltas
 from rag_bot.writing.problems import PROBLEM_CUES, problem_sentence
 from rag_bot.writing.quotes import clean_quote, quoted, reads_alone
@@ -209,12 +209,13 @@ class OfflineComposer(PaperSynthesizer):
             ordered = [s for _, s in sentences]
             body, vectors = self.sentences.of(paper.paper)
             role_p = role_probabilities(vectors)
+            orders = cell_orders(body, role_p)
             probability = dict(zip(body, role_p))
             used: set[str] = set()
             pick: dict[str, str] = {}
             for row in ("Approach", "Problem", "Reported results"):
                 if row in CELLS:  # the fitted choice (rag_bot/writing/cells.py): the likeliest sentence of the role
-                    order = [body[i] for i in cell_order(body, role_p, row) if body[i] not in used]
+                    order = [body[i] for i in orders[row] if body[i] not in used]
                     pick[row] = order[0] if order else ""
                     used.add(pick[row])
                     continue
