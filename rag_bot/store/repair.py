@@ -31,14 +31,15 @@ from rag_bot.store.chroma import (
 )
 from rag_bot.store.conversations import FILE_NAME as CONVERSATIONS_FILE
 from rag_bot.store.reads import SENTENCES_SUFFIX
+from rag_bot.store.tuning import MODELS
 
 log = logging.getLogger(__name__)
 
 
 def _not_the_store(settings: Settings) -> set[str]:
-    """Names in the store folder that are not the store, so a rebuild leaves them where they are: the ingest lock
-    and, when the conversations live in the store folder (RAG_BOT_DATA unset) or below it, their files."""
-    keep = {LOCK_FILE}
+    """Names in the store folder that are not the store, so a rebuild leaves them where they are: the ingest lock,
+    the tuned models (`rag-bot tune`) and, when the conversations live in the store folder (RAG_BOT_DATA unset) or below it, their files."""
+    keep = {LOCK_FILE, MODELS}  # a tuned model is not the store: the store's settings may point at it
     storage, data = Path(settings.storage).absolute(), Path(settings.data_path()).absolute()
     if data == storage:
         keep |= {CONVERSATIONS_FILE + suffix for suffix in ("", "-wal", "-shm", "-journal")}

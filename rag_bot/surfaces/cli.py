@@ -21,6 +21,7 @@ from rag_bot.surfaces.cli_common import (
     filters_from_args,
 )
 from rag_bot.surfaces.cli_store import cmd_doctor, cmd_export, cmd_import, cmd_ingest, cmd_stats
+from rag_bot.surfaces.cli_tune import add_tune_parser
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("calibrate", help="fit the relevance decision to the store's embedding model (docs/eval.md)")
     p.set_defaults(func=cmd_calibrate)
+
+    add_tune_parser(sub)
 
     p = sub.add_parser("eval", help="score the pipeline on a labelled question set")
     p.add_argument("--set", help="JSONL question set (default: tests/data/dev_questions.jsonl)")

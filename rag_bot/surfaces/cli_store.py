@@ -152,6 +152,11 @@ def _reembed(args: argparse.Namespace, settings: Settings) -> int:
     """`ingest --reembed`: move the stored collection to the model the settings choose (rag_bot/store/reembed.py)."""
     if args.paths or args.prune or args.rebuild:
         return fail("--reembed reads the papers from the store: give it no paths, --prune or --rebuild", 2)
+    return reembed_with(settings, args.quiet)
+
+
+def reembed_with(settings: Settings, quiet: bool = False) -> int:
+    """Re-embed the stored collection with the settings' model, with progress, then calibrate when it needs it."""
     from tqdm import tqdm
 
     from rag_bot.store.reembed import reembed
@@ -160,7 +165,7 @@ def _reembed(args: argparse.Namespace, settings: Settings) -> int:
 
     def on_start(total: int) -> None:
         nonlocal bar
-        bar = tqdm(total=total, unit="paper", desc="Re-embedding", disable=args.quiet, file=sys.stderr)
+        bar = tqdm(total=total, unit="paper", desc="Re-embedding", disable=quiet, file=sys.stderr)
 
     try:
         moved, said = reembed(settings, progress=lambda n: bar.update(n), on_start=on_start)

@@ -385,6 +385,27 @@ def test_rebuild_leaves_the_saved_conversations_where_they_are(
     assert sorted(_index(storage, embedder).fingerprints()) == ["mini#1"], "the store itself is fresh"
 
 
+def test_rebuild_leaves_a_tuned_model_where_the_settings_point_at_it(
+    tmp_path: Path, seed_list, embedder, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`rag-bot tune` writes its model into <storage>/models/: a rebuild moves the store aside, not the model a
+    RAG_BOT_EMBED_PATH names."""
+    from rag_bot.surfaces.cli import main
+
+    storage = tmp_path / "store"
+    _index(storage, embedder).ingest(seed_list[:2])
+    model = storage / "models" / "abstracts-tuned" / "model.onnx"
+    model.parent.mkdir(parents=True)
+    model.write_bytes(b"weights")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RAG_BOT_STORAGE", str(storage))
+    assert main(["ingest", "--rebuild", "--quiet", str(_seed_file(tmp_path / "mini.txt", seed_list[2:3]))]) == 0
+    aside = [p for p in tmp_path.iterdir() if p.name.startswith("store.broken-")]
+    assert len(aside) == 1 and not (aside[0] / "models").exists()
+    assert model.read_bytes() == b"weights"
+    capsys.readouterr()
+
+
 def test_rebuild_refuses_while_an_ingest_holds_the_lock_and_moves_nothing(
     tmp_path: Path, seed_list, embedder, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
