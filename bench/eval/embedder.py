@@ -38,6 +38,7 @@ import numpy as np
 from bench.collections import ML_ABSTRACTS, store_for
 from rag_bot.evaluation import metrics
 from rag_bot.evaluation.split import locked
+from rag_bot.store.tuning import paper_text
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "bench" / "data"
@@ -88,15 +89,6 @@ def collection(store: Path, extra: set[str]) -> dict[str, tuple[str, str]]:
             if r["id"] in extra and r["id"] not in papers:
                 papers[r["id"]] = (r["title"], r["abstract"])
     return papers
-
-
-def paper_text(title: str, text: str, drop: str = "") -> str:
-    from rag_bot.text import clean_markup
-
-    body = clean_markup(text)
-    if drop:
-        body = " ".join(body.replace(drop, " ").split())
-    return f"{title}. {body}"
 
 
 def ranked(q: np.ndarray, papers: np.ndarray, ids: list[str], k: int = 20) -> list[list[str]]:

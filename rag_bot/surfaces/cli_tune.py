@@ -11,7 +11,6 @@ without it, one line says so and nothing changes. A GPU is used when torch sees 
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 from pathlib import Path
@@ -42,10 +41,6 @@ def _at_least(low: int):  # type: ignore[no-untyped-def]
     return parse
 
 
-def _title(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
-
-
 def cmd_tune(args: argparse.Namespace, settings: Settings) -> int:
     """Fine-tune the embedder on the collection's structure, write the model folder, re-embed the collection."""
     from rag_bot.store.tuning import default_base, missing_extra
@@ -68,6 +63,7 @@ def cmd_tune(args: argparse.Namespace, settings: Settings) -> int:
 
     from rag_bot.engine import Engine
     from rag_bot.grounding.calibrate import known_items
+    from rag_bot.reading.identity import title_key
     from rag_bot.store.tuning import TrainingQuestion, export_onnx, train, write_provenance
 
     engine = Engine(settings)
@@ -77,11 +73,12 @@ def cmd_tune(args: argparse.Namespace, settings: Settings) -> int:
     if len(items) < MIN_QUESTIONS:
         return fail(f"the collection gives {len(items)} questions to tune on (papers of three sentences or more); "
                     f"at least {MIN_QUESTIONS} are needed; nothing was changed", 2)
-    titles = {d: _title(p.title) for d, p in papers.items()}
+    titles = {d: title_key(p.title) for d, p in papers.items()}  # the same paper under two ids is no negative
     questions = []
     for item in tqdm(items, unit="question", desc="Mining", disable=args.quiet, file=sys.stderr):
         ranked = [s.paper.doc_id for s in engine.retriever.retrieve_papers(item.question, top_k=MINED)]
-        negatives = tuple(d for d in ranked if d != item.doc_id and titles.get(d) != titles[item.doc_id])
+        same = titles[item.doc_id]
+        negatives = tuple(d for d in ranked if d != item.doc_id and (same is None or titles.get(d) != same))
         if negatives:
             questions.append(TrainingQuestion(item.question, item.doc_id, negatives[:4], drop=item.question))
     texts = {d: (p.title, p.text) for d, p in papers.items()}
