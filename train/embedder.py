@@ -4,7 +4,8 @@
 
 The pairs are train/pairs.py's: the readers' questions and the collection's own held-out contribution sentences,
 each with hard negatives mined from today's retriever at 22,166 papers; its data rules hold (no seed, no CSFCube
-paper, no locked paper or question). Titles asked as questions are left out by default: 300 steps on title pairs
+paper, no locked paper or question), and the judged area questions' unlocked part, every paper judged relevant a
+right answer (`judged_areas`). Titles asked as questions are left out by default: 300 steps on title pairs
 lowered dense retrieval of paraphrased seed papers (../shared/TRAINING.md), because MiniLM was trained on such pairs.
 The training itself is `rag-bot tune`'s (rag_bot/store/tuning.py: in-batch and hard negatives, sources drawn at
 equal rates, fixed seeds, a checkpoint a killed run resumes from); the folder it writes holds the int8 ONNX model
@@ -19,13 +20,33 @@ import subprocess
 import sys
 from pathlib import Path
 
+from rag_bot.evaluation.split import locked
 from rag_bot.store.tuning import BATCH, LR, TrainingQuestion, default_base, export_onnx, train, write_provenance
 from train.cross_encoder import sha
-from train.pairs import records
+from train.pairs import read_jsonl, records
 
 ROOT = Path(__file__).resolve().parent.parent
 PAIRS = ROOT / "train" / "out" / "pairs-v3.jsonl"
-SOURCES = ("reader", "problem", "sentence")
+SOURCES = ("reader", "problem", "sentence", "judged")
+JUDGED = ROOT / "bench" / "data"
+
+
+def judged_areas(usable: set[str]) -> list[TrainingQuestion]:
+    """The judged area questions' unlocked part (bench/data/relevance_{questions,pairs}.jsonl): each question once per
+    paper judged relevant to it, under one group, its papers judged not relevant as hard negatives (read and judged,
+    not guessed). The only questions with many right papers: the others teach one paper per question. Never a
+    locked question, nor a locked, seed or CSFCube paper (`usable`)."""
+    areas = {q["id"]: q["question"] for q in read_jsonl(JUDGED / "relevance_questions.jsonl")
+             if q["kind"] == "area" and not locked(q["id"])}
+    verdicts: dict[str, dict[str, bool]] = {}
+    for p in read_jsonl(JUDGED / "relevance_pairs.jsonl"):
+        if p["qid"] in areas and p["doc_id"] in usable:
+            verdicts.setdefault(p["qid"], {})[p["doc_id"]] = bool(p["relevant"])
+    out = []
+    for qid, judged in sorted(verdicts.items()):
+        wrong = tuple(sorted(d for d, ok in judged.items() if not ok))
+        out += [TrainingQuestion(areas[qid], d, wrong, "judged", group=qid) for d, ok in sorted(judged.items()) if ok]
+    return out
 
 
 def questions(path: Path, sources: tuple[str, ...]) -> list[TrainingQuestion]:
@@ -57,7 +78,8 @@ def main() -> int:
 
     torch.set_num_threads(2)
     papers = {d: (r["title"], r["abstract"]) for d, r in records().items()}
-    asked = questions(args.pairs, tuple(args.sources.split(",")))
+    sources = tuple(args.sources.split(","))
+    asked = questions(args.pairs, sources) + (judged_areas(set(papers)) if "judged" in sources else [])
 
     def progress(step: int, loss: float) -> None:
         if step % 10 == 0:

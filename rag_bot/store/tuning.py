@@ -45,13 +45,16 @@ MODELS = "models"  # tuned models in a store folder (`rag-bot tune`), kept by a 
 
 @dataclass(frozen=True)
 class TrainingQuestion:
-    """A question with the paper it asks for (`drop`: its text held out of the paper) and papers it does not."""
+    """A question with the paper it asks for (`drop`: its text held out of the paper) and papers it does not. A
+    question with several right papers comes once per paper under one `group`: in a step, none of the group's papers
+    counts against another of its copies."""
 
     question: str
     doc_id: str
     negatives: tuple[str, ...]
     source: str = "sentence"
     drop: str = ""
+    group: str = ""
 
 
 def _absent(module: str) -> bool:
@@ -108,9 +111,12 @@ def train(questions: Sequence[TrainingQuestion], papers: Mapping[str, tuple[str,
     rng = random.Random(seed)
     torch.manual_seed(seed)
     pools: dict[str, list[TrainingQuestion]] = {}
+    right: dict[str, set[str]] = {}  # a group's papers
     for q in questions:
         if q.doc_id in papers and any(n in papers for n in q.negatives):
             pools.setdefault(q.source, []).append(q)
+            if q.group:
+                right.setdefault(q.group, set()).add(q.doc_id)
     names = sorted(pools)
     if not names:
         raise ValueError("no question has its paper and a negative in the collection")
@@ -133,11 +139,15 @@ def train(questions: Sequence[TrainingQuestion], papers: Mapping[str, tuple[str,
     model.train()
     while step < steps:
         chosen = [rng.choice(pools[names[i % len(names)]]) for i in range(batch)]
-        texts = [paper_text(*papers[q.doc_id], q.drop) for q in chosen]
-        texts += [paper_text(*papers[rng.choice([n for n in q.negatives if n in papers])]) for q in chosen]
+        columns = [q.doc_id for q in chosen] + [rng.choice([n for n in q.negatives if n in papers]) for q in chosen]
+        texts = [paper_text(*papers[q.doc_id], q.drop) for q in chosen] + [paper_text(*papers[d]) for d in columns[batch:]]
+        # Another column holding a right paper of row i (its own paper again, or its group's) is not a wrong answer.
+        wrong_right = torch.tensor([[c != i and d in right.get(q.group, {q.doc_id}) for c, d in enumerate(columns)]
+                                    for i, q in enumerate(chosen)])
         q_vectors = _encode(model, tokenizer, [q.question for q in chosen], QUESTION_TOKENS)
         p_vectors = _encode(model, tokenizer, texts, PAPER_TOKENS)
-        loss = torch.nn.functional.cross_entropy(SCALE * q_vectors @ p_vectors.T, torch.arange(batch))
+        logits = (SCALE * q_vectors @ p_vectors.T).masked_fill(wrong_right, float("-inf"))
+        loss = torch.nn.functional.cross_entropy(logits, torch.arange(batch))
         optimiser.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
