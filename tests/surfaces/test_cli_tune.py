@@ -67,6 +67,7 @@ def test_tune_writes_a_model_folder_with_its_provenance(tuned) -> None:
     assert provenance["made_by"] == "rag-bot tune" and provenance["steps"] == 2 and provenance["papers"] == 38
     assert provenance["int8_cosine_min"] > 0.97, "the int8 export must say what the trained weights say"
     assert f"RAG_BOT_EMBED_PATH={folder}" in out and "Moved 38 papers" in out
+    assert "Check it on your own questions" in out and "ingest --reembed" in out, "the way back is named"
 
 
 @needs_train_extra
