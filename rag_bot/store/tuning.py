@@ -102,13 +102,16 @@ def _encode(model: Any, tokenizer: Any, texts: list[str], tokens: int) -> Any:
 
 def train(questions: Sequence[TrainingQuestion], papers: Mapping[str, tuple[str, str]], base: Path, out: Path,
           steps: int, batch: int = BATCH, lr: float = LR, seed: int = SEED,
-          progress: Callable[[int, float], None] | None = None, anchor: float = 0.0) -> dict[str, Any]:
+          progress: Callable[[int, float], None] | None = None, anchor: float = 0.0,
+          questions_only: bool = False) -> dict[str, Any]:
     """Fine-tune `base` on `questions` (papers: doc_id -> (title, text)) for `steps` steps into the model folder
     `out`; `progress(step, loss)` after each step. Returns what was done (written to provenance.json).
 
     `anchor` > 0 adds `anchor` x the mean (1 - cosine) between each paper's vector and the base model's (frozen):
     papers stay near where the base model put them, so paper-to-paper similarity (a pasted abstract as the
-    question) is kept while questions learn to find their papers."""
+    question) is kept while questions learn to find their papers. `questions_only` goes to the limit: papers are
+    the base model's vectors (frozen) and only questions learn, so the model written is a question encoder for a
+    store whose papers the base model embedded."""
     import torch
     from transformers import AutoModel, AutoTokenizer
 
@@ -126,7 +129,7 @@ def train(questions: Sequence[TrainingQuestion], papers: Mapping[str, tuple[str,
         raise ValueError("no question has its paper and a negative in the collection")
     tokenizer = AutoTokenizer.from_pretrained(base)
     model = AutoModel.from_pretrained(base)
-    teacher = AutoModel.from_pretrained(base).eval() if anchor > 0 else None
+    teacher = AutoModel.from_pretrained(base).eval() if anchor > 0 or questions_only else None
     optimiser = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     warmup = max(1, steps // 10)
     schedule = torch.optim.lr_scheduler.LambdaLR(
@@ -150,10 +153,14 @@ def train(questions: Sequence[TrainingQuestion], papers: Mapping[str, tuple[str,
         wrong_right = torch.tensor([[c != i and d in right.get(q.group, {q.doc_id}) for c, d in enumerate(columns)]
                                     for i, q in enumerate(chosen)])
         q_vectors = _encode(model, tokenizer, [q.question for q in chosen], QUESTION_TOKENS)
-        p_vectors = _encode(model, tokenizer, texts, PAPER_TOKENS)
+        if questions_only:
+            with torch.no_grad():
+                p_vectors = _encode(teacher, tokenizer, texts, PAPER_TOKENS)
+        else:
+            p_vectors = _encode(model, tokenizer, texts, PAPER_TOKENS)
         logits = (SCALE * q_vectors @ p_vectors.T).masked_fill(wrong_right, float("-inf"))
         loss = torch.nn.functional.cross_entropy(logits, torch.arange(batch))
-        if teacher is not None:
+        if anchor > 0 and teacher is not None and not questions_only:
             with torch.no_grad():
                 fixed = _encode(teacher, tokenizer, texts, PAPER_TOKENS)
             loss = loss + anchor * (1 - (p_vectors * fixed).sum(-1)).mean()
@@ -177,7 +184,7 @@ def train(questions: Sequence[TrainingQuestion], papers: Mapping[str, tuple[str,
     head = losses[: min(50, len(losses))]
     tail = losses[-min(50, len(losses)):]
     done = {"base": str(base), "questions": {s: len(pools[s]) for s in names}, "steps": step, "batch": batch,
-            "lr": lr, "scale": SCALE, "anchor": anchor, "tokens": [QUESTION_TOKENS, PAPER_TOKENS], "seed": seed,
+            "lr": lr, "scale": SCALE, "anchor": anchor, "questions_only": questions_only, "tokens": [QUESTION_TOKENS, PAPER_TOKENS], "seed": seed,
             "loss_first_last_50": [round(sum(head) / len(head), 4), round(sum(tail) / len(tail), 4)]}
     checkpoint.unlink(missing_ok=True)
     return done
