@@ -41,6 +41,16 @@ def _at_least(low: int):  # type: ignore[no-untyped-def]
     return parse
 
 
+def _at_least_zero(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value >= 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"{value} is below 0")
+    return value
+
+
 def cmd_tune(args: argparse.Namespace, settings: Settings) -> int:
     """Fine-tune the embedder on the collection's structure, write the model folder, re-embed the collection."""
     from rag_bot.store.tuning import default_base, missing_extra
@@ -91,7 +101,7 @@ def cmd_tune(args: argparse.Namespace, settings: Settings) -> int:
 
     started = time.time()
     try:
-        done = train(questions, texts, base, out, steps=args.steps, batch=batch, progress=step)
+        done = train(questions, texts, base, out, steps=args.steps, batch=batch, progress=step, anchor=args.anchor)
     finally:
         bar.close()
     cosine = export_onnx(out)
@@ -126,6 +136,8 @@ def add_tune_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--steps", type=_at_least(1), default=300, help="training steps (default 300: 15-45 minutes on 2 cores)")
     p.add_argument("--questions", type=_at_least(MIN_QUESTIONS), default=3000, help="papers asked as questions, at most (default 3000)")
     p.add_argument("--batch", type=_at_least(2), default=24, help="questions a step (default 24)")
+    p.add_argument("--anchor", type=_at_least_zero, default=0.0, help="keep the papers near the base model's "
+                   "vectors, at this weight (default 0: off; docs/settings.md)")
     p.add_argument("--no-reembed", action="store_true", help="write the model folder only")
     p.add_argument("--force", action="store_true", help="replace a model already in --out")
     p.add_argument("--quiet", action="store_true", help="no progress bars")

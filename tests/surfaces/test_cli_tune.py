@@ -34,7 +34,8 @@ def test_without_the_train_extra_tune_names_what_to_install_and_changes_nothing(
     assert _store_files(seed_storage) == before and not (seed_storage / "models").exists()
 
 
-@pytest.mark.parametrize("flag", [["--steps", "0"], ["--batch", "1"], ["--questions", "x"]])
+@pytest.mark.parametrize("flag", [["--steps", "0"], ["--batch", "1"], ["--questions", "x"], ["--anchor", "-1"],
+                                  ["--anchor", "nan"]])
 def test_impossible_numbers_are_refused_before_anything_runs(monkeypatch, capsys, seed_storage: Path, flag) -> None:
     with pytest.raises(SystemExit) as stop:
         run_main(monkeypatch, capsys, seed_storage, "tune", *flag)
