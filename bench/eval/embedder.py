@@ -181,9 +181,11 @@ def main() -> int:
         if p["size"] == size_key:
             judged.setdefault(p["qid"], {})[p["doc_id"]] = p["relevant"]
     areas = [q for q in judged_q if q["mode"] == "summary" and q["id"] in judged]
-    from bench.eval.facets import JUDGEMENTS, facet_queries
+    from bench.eval.facets import JUDGEMENTS, candidates, facet_queries, rankings, score
 
-    facets = facet_queries(papers) if JUDGEMENTS.exists() else []
+    # the facet set ranks the benchmark collection's papers: not another store's
+    facets = facet_queries(papers) if JUDGEMENTS.exists() and not args.store else []
+    facet_papers = candidates(papers) if facets else set()
     report: dict[str, Any] = {"collection": len(ids), "distractors": args.distractors, "store": str(args.store),
                               "load": os.getloadavg()[0], "models": {}}
     texts = [paper_text(*papers[d]) for d in ids]
@@ -230,10 +232,9 @@ def main() -> int:
             if relevant:
                 rec.append((locked(q["id"]), metrics.recall_at_k(top, relevant, 20)))
         row["judged areas"] = {"precision@10 (judged)": split_mean(prec), "recall@20": split_mean(rec)}
-        if facets and not args.store:
-            from bench.eval.facets import rankings, score
-
-            row["facets (fit side)"] = score(rankings(name, papers, facets), facets)
+        if facets:
+            fv = vectors(model, key, [q["query"] for q in facets], "facets")
+            row["facets (fit side)"] = score(rankings(matrix, ids, facet_papers, fv, facets), facets)
         if not args.no_csfcube and CSFCUBE.exists():
             from bench.eval.csfcube import drop_excluded, load_corpus, load_queries, score_query
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import sys
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -67,28 +68,33 @@ def facet_queries(papers: dict[str, tuple[str, str]], count: int = COUNT) -> lis
     return out
 
 
-def candidates(papers: dict[str, tuple[str, str]]) -> list[str]:
+def candidates(papers: dict[str, tuple[str, str]]) -> set[str]:
     """The collection's papers that may be tuned on: not locked, not seeds, not CSFCube's."""
     from train.pairs import records
 
-    usable = set(records())
-    return sorted(d for d in papers if d in usable)
+    return set(papers) & set(records())
 
 
-def rankings(name: str, papers: dict[str, tuple[str, str]], queries: list[dict[str, Any]],
-             k: int = 20) -> dict[str, list[str]]:
-    """qid -> the model's top `k` candidates by cosine, the query paper left out."""
-    ids = sorted(papers)
-    (p_model, p_key), (model, key) = embedders(name)
-    matrix = vectors(p_model, p_key, [paper_text(*papers[d]) for d in ids], "papers")
-    usable = set(candidates(papers))
-    allowed = np.array([d in usable for d in ids])
-    qv = vectors(model, key, [q["query"] for q in queries], "facets")
+def rankings(matrix: np.ndarray, ids: list[str], allowed: set[str], question_vectors: np.ndarray,
+             queries: list[dict[str, Any]], k: int = 20) -> dict[str, list[str]]:
+    """qid -> the top `k` of the `allowed` papers by cosine (`matrix`: the papers' vectors in `ids` order), the
+    query paper left out."""
+    usable = np.array([d in allowed for d in ids])
+    position = {d: i for i, d in enumerate(ids)}
     out = {}
     for n, q in enumerate(queries):
-        scores = np.where(allowed, matrix @ qv[n], -np.inf)
-        scores[ids.index(q["doc_id"])] = -np.inf
+        scores = np.where(usable, matrix @ question_vectors[n], -np.inf)
+        scores[position[q["doc_id"]]] = -np.inf
         out[q["qid"]] = [ids[j] for j in np.argsort(-scores)[:k]]
+    return out
+
+
+@lru_cache(maxsize=1)
+def grades() -> dict[str, dict[str, int]]:
+    """qid -> doc_id -> the readers' grade."""
+    out: dict[str, dict[str, int]] = {}
+    for j in read_jsonl(JUDGEMENTS):
+        out.setdefault(j["qid"], {})[j["doc_id"]] = int(j["grade"])
     return out
 
 
@@ -97,15 +103,12 @@ def score(ranks: dict[str, list[str]], queries: list[dict[str, Any]]) -> dict[st
     the top 10 judged; None before grading."""
     if not JUDGEMENTS.exists():
         return None
-    grades: dict[str, dict[str, int]] = {}
-    for j in read_jsonl(JUDGEMENTS):
-        grades.setdefault(j["qid"], {})[j["doc_id"]] = int(j["grade"])
-    graded = [q for q in queries if q["qid"] in grades]
-    ndcg = {q["qid"]: metrics.ndcg_at_k(ranks[q["qid"]], grades[q["qid"]], 20) for q in graded}
-    judged = [np.mean([d in grades[q["qid"]] for d in ranks[q["qid"]][:POOL_DEPTH]]) for q in graded]
-    return {"nDCG@20": split_mean([(locked(q["qid"]), ndcg[q["qid"]]) for q in graded]),
-            "facets": {f: round(float(np.mean([ndcg[q["qid"]] for q in graded if q["facet"] == f])), 4)
-                       for f in FACETS},
+    graded = {q["qid"]: g for q in queries if (g := grades().get(q["qid"]))}
+    ndcg = {qid: metrics.ndcg_at_k(ranks[qid], g, 20) for qid, g in graded.items()}
+    judged = [np.mean([d in g for d in ranks[qid][:POOL_DEPTH]]) for qid, g in graded.items()]
+    return {"nDCG@20": split_mean([(locked(qid), v) for qid, v in ndcg.items()]),
+            "facets": {f: round(float(np.mean([ndcg[q["qid"]] for q in queries if q["qid"] in ndcg
+                                                and q["facet"] == f])), 4) for f in FACETS},
             "top10 judged": round(float(np.mean(judged)), 3)}
 
 
@@ -116,9 +119,13 @@ def pool(models: list[str], out: Path, parts: int) -> None:
     papers = collection(store_for(3000), {q["target"][0] for q in read_jsonl(DATA / "reader_questions_2.jsonl")
                                           if locked(q["id"])})
     queries = facet_queries(papers)
+    ids, allowed = sorted(papers), candidates(papers)
     merged: dict[str, set[str]] = {q["qid"]: set() for q in queries}
     for name in models:
-        for qid, top in rankings(name, papers, queries).items():
+        (p_model, p_key), (model, key) = embedders(name)
+        matrix = vectors(p_model, p_key, [paper_text(*papers[d]) for d in ids], "papers")
+        question_vectors = vectors(model, key, [q["query"] for q in queries], "facets")
+        for qid, top in rankings(matrix, ids, allowed, question_vectors, queries).items():
             merged[qid] |= set(top[:POOL_DEPTH])
     out.mkdir(parents=True, exist_ok=True)
     for part in range(parts):

@@ -153,16 +153,14 @@ def train(questions: Sequence[TrainingQuestion], papers: Mapping[str, tuple[str,
         wrong_right = torch.tensor([[c != i and d in right.get(q.group, {q.doc_id}) for c, d in enumerate(columns)]
                                     for i, q in enumerate(chosen)])
         q_vectors = _encode(model, tokenizer, [q.question for q in chosen], QUESTION_TOKENS)
-        if questions_only:
-            with torch.no_grad():
-                p_vectors = _encode(teacher, tokenizer, texts, PAPER_TOKENS)
-        else:
-            p_vectors = _encode(model, tokenizer, texts, PAPER_TOKENS)
-        logits = (SCALE * q_vectors @ p_vectors.T).masked_fill(wrong_right, float("-inf"))
-        loss = torch.nn.functional.cross_entropy(logits, torch.arange(batch))
-        if anchor > 0 and teacher is not None and not questions_only:
+        fixed = None
+        if teacher is not None:  # the base model's vectors of the step's papers
             with torch.no_grad():
                 fixed = _encode(teacher, tokenizer, texts, PAPER_TOKENS)
+        p_vectors = fixed if questions_only and fixed is not None else _encode(model, tokenizer, texts, PAPER_TOKENS)
+        logits = (SCALE * q_vectors @ p_vectors.T).masked_fill(wrong_right, float("-inf"))
+        loss = torch.nn.functional.cross_entropy(logits, torch.arange(batch))
+        if anchor > 0 and fixed is not None and not questions_only:
             loss = loss + anchor * (1 - (p_vectors * fixed).sum(-1)).mean()
         optimiser.zero_grad()
         loss.backward()
@@ -184,7 +182,8 @@ def train(questions: Sequence[TrainingQuestion], papers: Mapping[str, tuple[str,
     head = losses[: min(50, len(losses))]
     tail = losses[-min(50, len(losses)):]
     done = {"base": str(base), "questions": {s: len(pools[s]) for s in names}, "steps": step, "batch": batch,
-            "lr": lr, "scale": SCALE, "anchor": anchor, "questions_only": questions_only, "tokens": [QUESTION_TOKENS, PAPER_TOKENS], "seed": seed,
+            "lr": lr, "scale": SCALE, "anchor": anchor, "questions_only": questions_only,
+            "tokens": [QUESTION_TOKENS, PAPER_TOKENS], "seed": seed,
             "loss_first_last_50": [round(sum(head) / len(head), 4), round(sum(tail) / len(tail), 4)]}
     checkpoint.unlink(missing_ok=True)
     return done

@@ -29,26 +29,16 @@ def default_out(settings: Settings) -> Path:
     return Path(settings.storage) / MODELS / f"{settings.collection}-tuned"
 
 
-def _at_least(low: int):  # type: ignore[no-untyped-def]
-    def parse(text: str) -> int:
+def _at_least(low: float, kind: type = int):  # type: ignore[no-untyped-def]
+    def parse(text: str) -> float:
         try:
-            value = int(text)
+            value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if value < low:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {'whole number' if kind is int else 'number'}") from None
+        if not value >= low:  # NaN too
             raise argparse.ArgumentTypeError(f"{value} is below {low}")
         return value
     return parse
-
-
-def _at_least_zero(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value >= 0:  # NaN too
-        raise argparse.ArgumentTypeError(f"{value} is below 0")
-    return value
 
 
 def cmd_tune(args: argparse.Namespace, settings: Settings) -> int:
@@ -136,7 +126,7 @@ def add_tune_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--steps", type=_at_least(1), default=300, help="training steps (default 300: 15-45 minutes on 2 cores)")
     p.add_argument("--questions", type=_at_least(MIN_QUESTIONS), default=3000, help="papers asked as questions, at most (default 3000)")
     p.add_argument("--batch", type=_at_least(2), default=24, help="questions a step (default 24)")
-    p.add_argument("--anchor", type=_at_least_zero, default=0.0, help="keep the papers near the base model's "
+    p.add_argument("--anchor", type=_at_least(0.0, float), default=0.0, help="keep the papers near the base model's "
                    "vectors, at this weight (default 0: off; docs/settings.md)")
     p.add_argument("--no-reembed", action="store_true", help="write the model folder only")
     p.add_argument("--force", action="store_true", help="replace a model already in --out")
