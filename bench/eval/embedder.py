@@ -102,6 +102,12 @@ def collection(store: Path, extra: set[str]) -> dict[str, tuple[str, str]]:
     return papers
 
 
+def benchmark_papers(distractors: int) -> dict[str, tuple[str, str]]:
+    """The benchmark collection of that size plus the papers the locked problem-first questions ask for."""
+    problem = read_jsonl(DATA / "reader_questions_2.jsonl")
+    return collection(store_for(distractors), {q["target"][0] for q in problem if locked(q["id"])})
+
+
 def ranked(q: np.ndarray, papers: np.ndarray, ids: list[str], k: int = 20) -> list[list[str]]:
     scores = q @ papers.T
     top = np.argsort(-scores, axis=1)[:, :k]
@@ -148,8 +154,7 @@ def main() -> int:
     size_key = 3000 if args.distractors == 3000 else 22000
     problem = read_jsonl(DATA / "reader_questions_2.jsonl")
     readers = [q for n in (0, 1) for q in read_jsonl(DATA / f"reader_questions_{n}.jsonl")]
-    extra = {q["target"][0] for q in problem if locked(q["id"])}
-    papers = collection(args.store, set()) if args.store else collection(store_for(args.distractors), extra)
+    papers = collection(args.store, set()) if args.store else benchmark_papers(args.distractors)
     ids = sorted(papers)
     from rag_bot.evaluation.evaluate import DEFAULT_SET, load_questions
     from rag_bot.grounding.calibrate import known_items

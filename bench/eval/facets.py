@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.eval.embedder import DATA, collection, embedders, read_jsonl, split_mean, vectors
+from bench.eval.embedder import DATA, benchmark_papers, embedders, read_jsonl, split_mean, vectors
 from rag_bot.evaluation import metrics
 from rag_bot.evaluation.split import locked
 from rag_bot.store.tuning import paper_text
@@ -114,10 +114,7 @@ def score(ranks: dict[str, list[str]], queries: list[dict[str, Any]]) -> dict[st
 
 def pool(models: list[str], out: Path, parts: int) -> None:
     """The readers' files: each query's facet, its paper and the merged top 10s, in `parts` files."""
-    from bench.collections import store_for
-
-    papers = collection(store_for(3000), {q["target"][0] for q in read_jsonl(DATA / "reader_questions_2.jsonl")
-                                          if locked(q["id"])})
+    papers = benchmark_papers(3000)
     queries = facet_queries(papers)
     ids, allowed = sorted(papers), candidates(papers)
     merged: dict[str, set[str]] = {q["qid"]: set() for q in queries}
