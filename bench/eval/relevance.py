@@ -1,6 +1,8 @@
 """Answers on the labelled relevance questions, end to end (`engine.ask`), fit and locked parts apart.
 
     python -m bench.eval.relevance [--sizes 3000 22000] [--generated 150]
+    RAG_BOT_EMBED_PATH=DIR python -m bench.eval.relevance --sizes 3000 --store storage/bench-3000-DIR --out F
+        # another embedder: a copy of the benchmark store re-embedded with it (`rag-bot ingest --reembed`)
 
 For every judged question (bench/data/relevance_questions.jsonl) and generated known item / near miss (as in
 bench/fit/relevance.py, where the parts are defined), at each collection size: whether the answer is declined,
@@ -62,11 +64,15 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", nargs="*", type=int, default=[3000, 22000])
     parser.add_argument("--generated", type=int, default=150)
+    parser.add_argument("--store", type=Path, help="the store of the one size given, instead of the benchmark's")
+    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
+    if args.store and len(args.sizes) != 1:
+        parser.error("--store stands for one collection size: give one --sizes")
     pairs = read_jsonl(PAIRS)
     report: dict = {}
     for size in args.sizes:
-        store = ROOT / "storage" / f"bench-{size}"
+        store = args.store or ROOT / "storage" / f"bench-{size}"
         if not (store / "chroma.sqlite3").exists():
             print(f"skipped {size}: {store} not built", file=sys.stderr)
             continue
@@ -93,7 +99,7 @@ def main() -> int:
         report[str(size)] = {name: summarise(rows) for name, rows in sorted(groups.items())}
         report[str(size) + " rows"] = groups
         print(json.dumps(report[str(size)], indent=1))
-    RESULTS.write_text(json.dumps(report, indent=1) + "\n")
+    args.out.write_text(json.dumps(report, indent=1) + "\n")
     return 0
 
 
