@@ -1,6 +1,7 @@
 """Fit the relevance decision (rag_bot/grounding/relevance.py) on labelled pairs, and report it on a locked part.
 
     python -m bench.fit.relevance [--sizes 38 3000 22000] [--generated 300] [--write] [--reference]
+    RAG_BOT_EMBED_PATH=DIR python -m bench.fit.relevance --stores -v4 --model-out F   # on another model's signals
 
 Data, per collection size (storage/bench-<size>, built by bench/collections.py; 38 is the seeds alone):
 - the dev set on the seeds (tests/data/dev_questions.jsonl), every candidate labelled by the expected papers;
@@ -156,17 +157,20 @@ def dev_rows(engine) -> list[dict]:
     return out
 
 
+STORES = {"suffix": ""}  # --stores: the benchmark stores re-embedded with another model (storage/bench-<size><suffix>)
+
+
 def store_of(size: int) -> Path:
     """The store of a collection size (38: the seeds alone, indexed here when missing)."""
     if size == 38:
         from rag_bot.engine import Engine
         from rag_bot.settings import Settings
 
-        store = ROOT / "storage" / "bench-seeds"
+        store = ROOT / "storage" / f"bench-seeds{STORES['suffix']}"
         if not (store / "chroma.sqlite3").exists():
             Engine(Settings(storage=store)).ingest([ROOT / "seeds"])
         return store
-    return ROOT / "storage" / f"bench-{size}"
+    return ROOT / "storage" / f"bench-{size}{STORES['suffix']}"
 
 
 def with_cross(records: list[dict], folder: Path | None) -> list[str]:
@@ -346,10 +350,18 @@ def main() -> int:
                         help="fit as if these signals were not measured (0 for every pair): today's model beside a new "
                              "signal's, on the same rows in one run")
     parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--stores", default="", metavar="SUFFIX",
+                        help="fit on the signals of the stores storage/bench-<size>SUFFIX (copies re-embedded with "
+                             "the model RAG_BOT_EMBED_PATH or _URL names: `rag-bot ingest --reembed`), not the shipped "
+                             "model's (issue 36, part 4)")
+    parser.add_argument("--model-out", type=Path, help="write the fitted model to this file (never the shipped one)")
     parser.add_argument("--cross", nargs="?", const="", default=None, metavar="FOLDER",
                         help="add the trained cross-encoder's signals (train/scorer.py; its folder, default "
                              "train/out/cross-encoder/onnx): measured beside today's model, never written")
     args = parser.parse_args()
+    STORES["suffix"] = args.stores
+    if args.stores and args.write:
+        parser.error("--stores fits on another model's signals: write it with --model-out, not over the shipped model")
     if args.cross is not None and args.write:
         parser.error("--cross measures the cross-encoder beside today's model; the runtime does not compute it")
     embedder, statistics = reference()
@@ -364,7 +376,7 @@ def main() -> int:
     for size in args.sizes:
         for part in ("known", "judged"):
             # Rows are cached per size and part (storage/ is not committed); --fresh recomputes them.
-            cache = ROOT / "storage" / f"relevance-rows-{size}-{part}.jsonl.gz"
+            cache = ROOT / "storage" / f"relevance-rows-{size}{args.stores}-{part}.jsonl.gz"
             if cache.exists() and not args.fresh:
                 with gzip.open(cache, "rt") as f:
                     got = [json.loads(line) for line in f]
@@ -439,6 +451,8 @@ def main() -> int:
     print(model.to_json())
     if args.write:
         SHIPPED.write_text(model.to_json())
+    if args.model_out:
+        args.model_out.write_text(model.to_json())
     tell_shipped(SHIPPED, args.write)
     return 0
 
