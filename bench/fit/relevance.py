@@ -1,7 +1,7 @@
 """Fit the relevance decision (rag_bot/grounding/relevance.py) on labelled pairs, and report it on a locked part.
 
     python -m bench.fit.relevance [--sizes 38 3000 22000] [--generated 300] [--write] [--reference]
-    RAG_BOT_EMBED_PATH=DIR python -m bench.fit.relevance --stores -v4 --model-out F   # on another model's signals
+    RAG_BOT_EMBED_PATH=DIR python -m bench.fit.relevance --stores=-v4 --model-out F   # on another model's signals
 
 Data, per collection size (storage/bench-<size>, built by bench/collections.py; 38 is the seeds alone):
 - the dev set on the seeds (tests/data/dev_questions.jsonl), every candidate labelled by the expected papers;
