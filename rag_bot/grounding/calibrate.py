@@ -144,24 +144,19 @@ def paired(pairs: Sequence[tuple[KnownItem, Paper, bool]], embedder: Embedder) -
         return rows / np.maximum(np.linalg.norm(rows, axis=-1, keepdims=True), 1e-12)
 
     papers = {p.doc_id: p for _, p, _ in pairs}
-    order = list(papers)
-    whole = unit(embedder.embed([paper_text(papers[d].title, papers[d].text) for d in order]))
-    sentences = {d: paper_sentences(papers[d]) for d in order}
-    flat = [s for d in order for s in sentences[d]]
-    vectors = unit(embedder.embed(flat)) if flat else np.zeros((0, whole.shape[1]))
-    start, by_paper = 0, {}
-    for d in order:
-        by_paper[d] = vectors[start:start + len(sentences[d])]
-        start += len(sentences[d])
+    whole = dict(zip(papers, unit(embedder.embed([paper_text(p.title, p.text) for p in papers.values()]))))
+    sentences = {d: paper_sentences(p) for d, p in papers.items()}
+    flat = unit(embedder.embed([s for d in papers for s in sentences[d]]))
+    ends = np.cumsum([len(sentences[d]) for d in papers])
+    by_paper = dict(zip(papers, np.split(flat, ends[:-1])))
     questions = {item.question: unit(np.asarray(embedder.get_query_embedding(topic_query(item.question))))
                  for item, _, _ in pairs}
     rows: dict[bool, list[list[float]]] = {True: [], False: []}
     for item, paper, positive in pairs:
-        q = questions[item.question]
-        own = by_paper[paper.doc_id]
+        q, own = questions[item.question], by_paper[paper.doc_id]
         if positive and len(own) > 1:
             own = np.delete(own, item.sentence, axis=0)
-        rows[positive].append([float(whole[order.index(paper.doc_id)] @ q), float((own @ q).max()) if len(own) else 0.0])
+        rows[positive].append([float(whole[paper.doc_id] @ q), float((own @ q).max()) if len(own) else 0.0])
     return _means(np.asarray(rows[True]), np.asarray(rows[False]))
 
 
