@@ -2,8 +2,8 @@
 
 The retriever returns one `NodeWithScore` per paper; the grounding postprocessor puts its typed outcome (a
 `Grounding`: grounded or not, the sources in citing order, what the collection lacks) on the query, where the answer
-writers read it; the nodes stay the ranking. Keeping the conversion here means no stage needs to know another's
-internals.
+writers read it, and hands on the nodes as the ranking, the candidates it weighed most probable first. Keeping the
+conversion here means no stage needs to know another's internals.
 """
 
 from __future__ import annotations

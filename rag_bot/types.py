@@ -144,6 +144,9 @@ class Grounding:
     evidence: float  # the best paper's probability of belonging to the answer (the answer's confidence)
     sources: list[ScoredPaper] = field(default_factory=list)
     missing: Missing | None = None
+    # The candidates it weighed, most probable first (a paper the question names leads): the ranking an answer
+    # reports, its sources' order and the nearest papers of a refusal.
+    ranking: list[str] = field(default_factory=list)
 
 
 class Citation(BaseModel):

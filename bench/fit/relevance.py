@@ -77,6 +77,17 @@ def generated_items(engine, size: int, count: int) -> list[dict]:
     return items
 
 
+READER_STYLES = ("paraphrase", "fast-when", "problem")  # reader questions asking for one paper
+
+
+def reader_items(engine) -> list[dict]:
+    """The readers' one-paper questions (bench/data/reader_questions_*.jsonl: paraphrases, fast-when and
+    problem-first questions, every target an unlocked paper) whose paper the collection holds."""
+    papers = engine.retriever.papers
+    return [q for path in sorted((ROOT / "bench" / "data").glob("reader_questions_*.jsonl")) for q in read_jsonl(path)
+            if q["style"] in READER_STYLES and q["target"][0] in papers]
+
+
 def near_duplicates(engine, target: str, ranked: list[str]) -> set[str]:
     """The ranked papers that are the target under another record (same title, or near-identical abstract)."""
     from rag_bot.text import normalize_name
@@ -221,6 +232,19 @@ def collect(size: int, generated: int, part: str) -> list[dict]:
                     "kind": q.get("kind", ""), "mode": q["mode"],
                     "answerable": False, "ids": ids, "named": named, "rows": rows.tolist(),
                     "labels": [None] * len(ids), "relevant": []})
+    for q in reader_items(engine) if part == "readers" else []:
+        # A reader's question for one paper, worded unlike its abstract (bench/data/reader_questions_*.jsonl), and
+        # the same question with the paper and its near duplicates taken out: a near miss worded as people ask.
+        target = q["target"][0]
+        for source, drop in (("reader", None), ("reader miss", "target")):
+            ids, named, rows = question_rows(engine, q["question"], "ask", drop and near_duplicates(engine, target, ids))
+            hit = source == "reader"
+            out.append({"size": size, "source": source, "qid": q["id"], "question": q["question"],
+                        "kind": f"reader {q['style']}" if hit else "reader miss", "mode": "ask",
+                        "answerable": hit, "ids": ids, "named": named, "rows": rows.tolist(),
+                        "labels": ([True if d == target else None for d in ids] if hit else
+                                   [False] * min(3, len(ids)) + [None] * max(0, len(ids) - 3)),
+                        "relevant": [target] if hit else []})
     for item in generated_items(engine, size, generated) if part == "known" else []:
         target = item["target"][0]
         ids, named, rows = question_rows(engine, item["question"], "ask")
@@ -286,7 +310,8 @@ def balanced(groups: list[str]) -> np.ndarray:
 def pair_sources(records: list[dict], part: str) -> list[str]:
     """The data source of each pair `pair_data` returns, in its order (a generated known item and its near miss
     are one source)."""
-    return [("generated" if r["source"] in ("known", "near miss") else r["source"]) for r in records
+    group = {"known": "generated", "near miss": "generated", "reader": "readers", "reader miss": "readers"}
+    return [group.get(r["source"], r["source"]) for r in records
             if (part == "locked") == locked(r["qid"])
             for label, named in zip(r["labels"], r["named"]) if label is not None and not named]
 
@@ -349,6 +374,9 @@ def main() -> int:
     parser.add_argument("--without", nargs="*", default=[], choices=MEASURED,
                         help="fit as if these signals were not measured (0 for every pair): today's model beside a new "
                              "signal's, on the same rows in one run")
+    parser.add_argument("--readers", action="store_true",
+                        help="fit on the readers' one-paper questions too (bench/data/reader_questions_*.jsonl), each "
+                             "with its near miss, as a fourth source of equal weight")
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--stores", default="", metavar="SUFFIX",
                         help="fit on the signals of the stores storage/bench-<size>SUFFIX (copies re-embedded with "
@@ -374,7 +402,7 @@ def main() -> int:
         return 0
     records: list[dict] = []
     for size in args.sizes:
-        for part in ("known", "judged"):
+        for part in ("known", "judged") + (("readers",) if args.readers and size != 38 else ()):
             # Rows are cached per size and part (storage/ is not committed); --fresh recomputes them.
             cache = ROOT / "storage" / f"relevance-rows-{size}{args.stores}-{part}.jsonl.gz"
             if cache.exists() and not args.fresh:

@@ -85,25 +85,31 @@ def ground(
     best = max(prob.values())
     source_cut = model.cut(mode, "source", collection_size)
     named = [p for p in papers if p.named]
+    # The probability ranks the candidates (the answer's `retrieved`, a refusal's nearest papers): the most
+    # probable is the paper asked for more often than retrieval's first, on every set and part measured
+    # (bench/eval/decision_order.py, docs/eval.md "Which paper leads").
+    by_probability = sorted((p for p in papers if not p.named), key=lambda p: -prob[p.paper.doc_id])
+    ranking = [p.paper.doc_id for p in named + by_probability]
     if not named and best < (model.cut(mode, "answer", collection_size) if answer_cut is None else answer_cut):
         missing, sources = missing_part(topic, papers)
-        return Grounding(grounded=bool(sources), evidence=best, sources=sources, missing=missing)
-    by_probability = sorted((p for p in papers if not p.named), key=lambda p: -prob[p.paper.doc_id])
+        return Grounding(grounded=bool(sources), evidence=best, sources=sources, missing=missing, ranking=ranking)
     if mode == "compare":
         if len(named) >= 2:
-            return Grounding(True, best, named)
+            return Grounding(True, best, named, ranking=ranking)
         on_topic = [p for p in by_probability if prob[p.paper.doc_id] >= source_cut]
         # One paper on topic (or one named): the comparison says so and describes it.
         chosen = (named + on_topic)[:COMPARE_PAPERS] or by_probability[:1]
-        return Grounding(True, best, chosen)
+        return Grounding(True, best, chosen, ranking=ranking)
     if mode == "summary":
         on_topic = [p for p in by_probability if prob[p.paper.doc_id] >= source_cut]
         # Answerable with none over the source cut: its best paper (a question naming papers is about them).
         on_topic = on_topic or ([] if named else by_probability[:1])
-        return Grounding(True, best, (named + on_topic)[:max_papers or AREA_PAPERS])
+        return Grounding(True, best, (named + on_topic)[:max_papers or AREA_PAPERS], ranking=ranking)
+    # A direct answer cites the papers over its cut in retrieval's order: by probability its first citation is the
+    # paper asked for about as often, not more on every set (bench/eval/decision_order.py, docs/eval.md).
     answering = [p for p in papers if not p.named and prob[p.paper.doc_id] >= source_cut]
     answering = answering or ([] if named else by_probability[:1])
-    return Grounding(True, best, (named + answering)[:max_papers or ASK_PAPERS])
+    return Grounding(True, best, (named + answering)[:max_papers or ASK_PAPERS], ranking=ranking)
 
 
 def missing_part(topic: str, ranked: Sequence[ScoredPaper]) -> tuple[Missing | None, list[ScoredPaper]]:
@@ -134,8 +140,8 @@ def missing_part(topic: str, ranked: Sequence[ScoredPaper]) -> tuple[Missing | N
 
 
 class GroundingPostprocessor(BaseNodePostprocessor):
-    """The grounding stage in the query engine: keeps the ranked nodes and puts its decision on the query
-    (`PaperQuery.grounding`: no sources means the question is declined)."""
+    """The grounding stage in the query engine: puts its decision on the query (`PaperQuery.grounding`: no
+    sources means the question is declined) and orders the candidates it weighed by their probability."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
     sentences: SentenceIndex
@@ -179,5 +185,11 @@ class GroundingPostprocessor(BaseNodePostprocessor):
         log.debug("grounding: confidence %.3f, grounded %s, %d sources", decision.evidence, decision.grounded,
                   len(decision.sources))
         query_bundle.grounding = decision
-        return nodes
+        return ranked(nodes, decision.ranking)
+
+
+def ranked(nodes: list[NodeWithScore], ranking: Sequence[str]) -> list[NodeWithScore]:
+    """The nodes in grounding's order: the candidates it weighed by `ranking`, then the rest as retrieved."""
+    place = {doc_id: i for i, doc_id in enumerate(ranking)}
+    return sorted(nodes, key=lambda n: place.get(scored_paper(n).paper.doc_id, len(place)))
 
