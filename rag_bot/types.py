@@ -144,9 +144,9 @@ class Grounding:
     evidence: float  # the best paper's probability of belonging to the answer (the answer's confidence)
     sources: list[ScoredPaper] = field(default_factory=list)
     missing: Missing | None = None
-    # The candidates it weighed, most probable first (a paper the question names leads): the ranking an answer
-    # reports, its sources' order and the nearest papers of a refusal.
-    ranking: list[str] = field(default_factory=list)
+    # The candidates it weighed and their probability (1 for a paper the question names), most probable first: the
+    # ranking an answer reports (its `retrieved`, scored by that probability) and the nearest papers of a refusal.
+    ranking: list[tuple[str, float]] = field(default_factory=list)
 
 
 class Citation(BaseModel):

@@ -88,8 +88,10 @@ def ground(
     # The probability ranks the candidates (the answer's `retrieved`, a refusal's nearest papers): the most
     # probable is the paper asked for more often than retrieval's first, on every set and part measured
     # (bench/eval/decision_order.py, docs/eval.md "Which paper leads").
-    by_probability = sorted((p for p in papers if not p.named), key=lambda p: -prob[p.paper.doc_id])
-    ranking = [p.paper.doc_id for p in named + by_probability]
+    # A paper the question names is taken whatever its signals (below): it ranks first, at 1.
+    ranking = sorted(((p.paper.doc_id, 1.0 if p.named else prob[p.paper.doc_id]) for p in papers),
+                     key=lambda item: -item[1])
+    by_probability = [p for p in sorted(papers, key=lambda p: -prob[p.paper.doc_id]) if not p.named]
     if not named and best < (model.cut(mode, "answer", collection_size) if answer_cut is None else answer_cut):
         missing, sources = missing_part(topic, papers)
         return Grounding(grounded=bool(sources), evidence=best, sources=sources, missing=missing, ranking=ranking)
@@ -188,8 +190,12 @@ class GroundingPostprocessor(BaseNodePostprocessor):
         return ranked(nodes, decision.ranking)
 
 
-def ranked(nodes: list[NodeWithScore], ranking: Sequence[str]) -> list[NodeWithScore]:
-    """The nodes in grounding's order: the candidates it weighed by `ranking`, then the rest as retrieved."""
-    place = {doc_id: i for i, doc_id in enumerate(ranking)}
-    return sorted(nodes, key=lambda n: place.get(scored_paper(n).paper.doc_id, len(place)))
+def ranked(nodes: list[NodeWithScore], ranking: Sequence[tuple[str, float]]) -> list[NodeWithScore]:
+    """The nodes in grounding's order: the candidates it weighed, most probable first, each scored by its
+    probability (as a llama-index reranker rescores its nodes), then the rest as retrieved."""
+    probability = dict(ranking)
+    place = {doc_id: i for i, (doc_id, _) in enumerate(ranking)}
+    out = sorted(nodes, key=lambda n: place.get(n.node.node_id, len(place)))
+    return [NodeWithScore(node=n.node, score=round(probability[n.node.node_id], 6)) if n.node.node_id in probability
+            else n for n in out]
 

@@ -76,24 +76,31 @@ def test_a_direct_answer_cites_the_papers_over_its_cut_at_most_four():
     assert ids(decision.sources) == ["p0", "p2", "p3", "p4"], "in retrieval's order, at most ASK_PAPERS"
     assert len(decision.sources) == ASK_PAPERS
     assert ids(ground(papers, probs, "ask", MODEL, max_papers=2).sources) == ["p0", "p2"]
-    assert decision.ranking[:3] == ["p2", "p3", "p0"], "the ranking is by probability"
+    assert ids_of(decision.ranking)[:3] == ["p2", "p3", "p0"], "the ranking is by probability"
 
 
 def test_the_candidates_are_ranked_by_probability_a_named_paper_first_declined_or_not():
     papers, probs = ranked(0.3, 0.9, 0.1, 0.5, named=(2,))
     for mode in ("ask", "summary", "compare"):
-        assert ground(papers, probs, mode, MODEL).ranking == ["p2", "p1", "p3", "p0"]
+        assert ground(papers, probs, mode, MODEL).ranking == [("p2", 1.0), ("p1", 0.9), ("p3", 0.5), ("p0", 0.3)], \
+            "a named paper is taken whatever its probability: it ranks first"
     papers, probs = ranked(0.2, 0.4, 0.3)
     decision = ground(papers, probs, "ask", MODEL)
-    assert not decision.grounded and decision.ranking == ["p1", "p2", "p0"], "a refusal's nearest papers too"
+    assert not decision.grounded and ids_of(decision.ranking) == ["p1", "p2", "p0"], "a refusal's nearest papers too"
 
 
-def test_the_grounding_stage_hands_on_the_nodes_in_its_order_the_unweighed_after():
+def ids_of(ranking) -> list[str]:
+    return [doc_id for doc_id, _ in ranking]
+
+
+def test_the_grounding_stage_hands_on_the_nodes_in_its_order_scored_by_probability_the_unweighed_after():
     from rag_bot.grounding.decide import ranked as in_order
-    from rag_bot.nodes import paper_node, scored_paper
+    from rag_bot.nodes import paper_node
 
     nodes = [paper_node(p) for p in ranked(0, 0, 0, 0, 0)[0]]
-    assert [scored_paper(n).paper.doc_id for n in in_order(nodes, ["p3", "p1"])] == ["p3", "p1", "p0", "p2", "p4"]
+    out = in_order(nodes, [("p3", 0.8), ("p1", 0.25)])
+    assert [(n.node.node_id, n.score) for n in out] == [("p3", 0.8), ("p1", 0.25), ("p0", 1.0), ("p2", 1.0),
+                                                         ("p4", 1.0)]
 
 
 def test_an_area_takes_every_paper_over_its_cut_most_probable_first():

@@ -312,9 +312,11 @@ def test_a_question_runs_through_the_llama_index_query_engine(engine):
     chosen = [p.paper.doc_id for p in query.grounding.sources]
     assert {c.doc_id for c in answer.citations} <= set(chosen) <= {n.node.node_id for n in response.source_nodes}
     assert [r["doc_id"] for r in answer.retrieved] == [n.node.node_id for n in response.source_nodes][:10]
-    # ranked as grounding weighed them, most probable first (docs/eval.md, "Which paper leads")
+    # ranked as grounding weighed them, most probable first, scored by that probability (docs/eval.md, "Which paper
+    # leads")
     ranking = query.grounding.ranking
-    assert len(ranking) >= 2 and [n.node.node_id for n in response.source_nodes][:len(ranking)] == ranking
+    assert len(ranking) >= 2 and [(n.node.node_id, n.score) for n in response.source_nodes][:len(ranking)] == [
+        (doc_id, round(p, 6)) for doc_id, p in ranking]
     # the same answer as the engine gives
     assert text.strip() == engine.ask(question).answer
 
