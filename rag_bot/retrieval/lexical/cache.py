@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,10 @@ log = logging.getLogger(__name__)
 # Bump the format when what is saved (or how BM25 tokenises) changes (2: identifiers, 3: filter columns, 4: id table,
 # 5: records compressed, papers.py; 6: titles' names in the name table, rag_bot/retrieval/names.py).
 LEXICAL = DerivedCache("lexicon", format=6)
+# np.load reads each array's header with ast.literal_eval. On Python 3.11.7 and older, AST construction in two
+# threads at once can fail ("SystemError: AST constructor recursion depth mismatch", CPython gh-106905, fixed in
+# 3.11.8): questions asked while an ingest reloads the lexicon load or build it together, so they take turns.
+_READING = threading.RLock()
 
 
 class DocTerms(ByRow[set[str]]):
@@ -107,7 +112,12 @@ class LexicalCache:
             return None
 
     def load_or_build(self, stemmer: Any) -> Lexicon:
-        """The collection's lexicon: from the cache of its current state, else built from the store (and saved)."""
+        """The collection's lexicon: from the cache of its current state, else built from the store (and saved).
+        One thread loads or builds at a time."""
+        with _READING:
+            return self._load_or_build(stemmer)
+
+    def _load_or_build(self, stemmer: Any) -> Lexicon:
         state = self.index.state()
         if not state["papers"]:
             return Lexicon(chunks=state["chunks"])
@@ -133,7 +143,12 @@ class LexicalCache:
     @staticmethod
     def read(folder: Path, state: StoreState, papers: int | None = None) -> Lexicon:
         """The lexicon saved in `folder`, memory-mapped; `papers` is how many it holds (the collection's count when
-        not given: a cache that misses some, a malformed record's, is rebuilt)."""
+        not given: a cache that misses some, a malformed record's, is rebuilt). One thread reads at a time."""
+        with _READING:
+            return LexicalCache._read(folder, state, papers)
+
+    @staticmethod
+    def _read(folder: Path, state: StoreState, papers: int | None) -> Lexicon:
         import bm25s
 
         meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
