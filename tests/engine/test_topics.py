@@ -53,7 +53,8 @@ def refusal_problem(engine, frame: str, topic: str) -> str:
         return "answered, not refused"
     quoted = QUOTED.search(answer.answer)
     if not quoted:
-        return f"no quoted topic in {answer.answer!r}"
+        # A phrase measured as not the question's subject is not quoted (compose.QUOTED_TOPIC_COSINE): "this".
+        return "" if answer.answer.startswith(UNQUOTED) else f"no quoted topic in {answer.answer!r}"
     said = quoted.group(1) or quoted.group(2)
     if said != topic:
         return f"quoted {said!r}"
@@ -67,10 +68,18 @@ def refusal_problem(engine, frame: str, topic: str) -> str:
 PAIRS = [(frame, ABSENT[(2 * n + k) % len(ABSENT)]) for n, frame in enumerate(FRAMES) for k in (0, 1)]
 
 
+UNQUOTED = "The collection does not seem to cover this:"
+
+
 def test_a_refusal_quotes_the_topic_and_none_of_the_words_it_was_asked_with(engine):
     wrong = [f"{frame.format(topic)!r}: {problem}" for frame, topic in PAIRS
              if (problem := refusal_problem(engine, frame, topic))]
     assert not wrong, f"{len(wrong)} of {len(PAIRS)}:\n" + "\n".join(wrong)
+    # Most say which topic: the quoting cut keeps 0.82 of the phrases readers judged right (docs/eval.md); these
+    # short frames lose one of 46 ("What machine learning work exists on sourdough fermentation?").
+    unquoted = [frame.format(topic) for frame, topic in PAIRS
+                if engine.ask(frame.format(topic)).answer.startswith(UNQUOTED)]
+    assert len(unquoted) <= len(PAIRS) // 10, unquoted
 
 
 @pytest.mark.parametrize(

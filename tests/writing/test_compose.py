@@ -188,6 +188,21 @@ def test_a_refusal_names_the_questions_topic_not_the_words_of_the_request(ask, q
     assert "collection say" not in first and "\u201cabout" not in first
 
 
+@pytest.mark.parametrize("question", [
+    "Is there a principled, theory-driven way to keep a sourdough starter alive while travelling so the bread still "
+    "rises?",
+    "When my tomato plants wilt in the afternoon heat, what watering schedule keeps the fruit from cracking?",
+])
+def test_a_refusal_of_a_long_question_does_not_quote_a_fragment_as_its_topic(ask, question):
+    from rag_bot.topics import topic_phrase
+
+    fragment = topic_phrase(question)  # "principled", "afternoon heat": a part of the question, not its subject
+    answer = ask(question, None)
+    first = answer.answer.split("\n\n")[0]
+    assert answer.grounded is False and f"\u201c{fragment}\u201d" not in first, first
+    assert first.startswith("The collection does not seem to cover this:"), first
+
+
 @pytest.mark.parametrize(
     ("question", "mode"),
     [

@@ -117,7 +117,7 @@ class LexicalCache:
         with _READING:
             return self._load_or_build(stemmer)
 
-    def _load_or_build(self, stemmer: Any) -> Lexicon:
+    def _load_or_build(self, stemmer: object) -> Lexicon:
         state = self.index.state()
         if not state["papers"]:
             return Lexicon(chunks=state["chunks"])
