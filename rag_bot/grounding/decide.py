@@ -91,7 +91,7 @@ def ground(
     # A paper the question names is taken whatever its signals (below): it ranks first, at 1.
     ranking = sorted(((p.paper.doc_id, 1.0 if p.named else prob[p.paper.doc_id]) for p in papers),
                      key=lambda item: -item[1])
-    by_probability = [p for p in sorted(papers, key=lambda p: -prob[p.paper.doc_id]) if not p.named]
+    by_probability = sorted((p for p in papers if not p.named), key=lambda p: -prob[p.paper.doc_id])
     if not named and best < (model.cut(mode, "answer", collection_size) if answer_cut is None else answer_cut):
         missing, sources = missing_part(topic, papers)
         return Grounding(grounded=bool(sources), evidence=best, sources=sources, missing=missing, ranking=ranking)

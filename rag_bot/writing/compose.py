@@ -12,10 +12,9 @@ from __future__ import annotations
 import logging
 import re
 from abc import abstractmethod
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from llama_index.core.base.response.schema import StreamingResponse
 from llama_index.core.indices.prompt_helper import ChatPromptHelper, PromptHelper
 from llama_index.core.llms.mock import MockLLM
@@ -61,7 +60,7 @@ def missing_sentence(missing: Missing) -> str:
 
 
 def decline(question: str, mode: Mode, ranked: Sequence[ScoredPaper], filters: Filters | None = None,
-            missing: str = "", embed: Callable[[list[str]], np.ndarray] | None = None) -> Answer:
+            missing: str = "", sentences: SentenceIndex | None = None) -> Answer:
     """The plain refusal for a question the collection does not answer: what it lacks (grounding's sentence, or
     the question's own topic when short enough to quote and, given the embedder, close enough to the question to
     say what it is about), and the nearest topics it covers."""
@@ -71,7 +70,7 @@ def decline(question: str, mode: Mode, ranked: Sequence[ScoredPaper], filters: F
         return Answer(question=question, mode=mode, answer=text, grounded=False, citations=[], retrieved=[])
     nearest = ", ".join(f"*{clean_markup(p.paper.title)}*" for p in ranked[:3])
     topic = topic_phrase(question)  # "Can you recommend a paper about baking bread?" -> "baking bread"
-    what = f"“{topic}”" if topic and len(topic.split()) <= QUOTED_TOPIC_WORDS and says_topic(question, topic, embed) \
+    what = f"“{topic}”" if topic and len(topic.split()) <= QUOTED_TOPIC_WORDS and says_topic(question, topic, sentences) \
         else "this"
     text = missing or (f"The collection does not seem to cover {what}: no abstract in it is a close enough match "
                        "to answer with a citation.")
@@ -80,14 +79,15 @@ def decline(question: str, mode: Mode, ranked: Sequence[ScoredPaper], filters: F
     return Answer(question=question, mode=mode, answer=text, grounded=False, citations=[], retrieved=[])
 
 
-def says_topic(question: str, phrase: str, embed: Callable[[list[str]], np.ndarray] | None) -> bool:
+def says_topic(question: str, phrase: str, sentences: SentenceIndex | None) -> bool:
     """Whether a phrase of the question says what it is about ("predicting wine quality"), not a fragment of it
     ("principled" in "Is there a principled, theory-driven way to decide which cached past tokens to throw away?"):
-    its cosine to the question's topic reaches QUOTED_TOPIC_COSINE. Without an embedder, it is taken to."""
-    if embed is None:
+    its cosine to the question's topic reaches QUOTED_TOPIC_COSINE (the question's vector is the one grounding
+    cached; the phrase's joins the phrase cache). Without the shipped embedder's index, it is taken to."""
+    if sentences is None:
         return True
-    vectors = np.asarray(embed([topic_query(question), phrase]), dtype=float)
-    return float(vectors[0] @ vectors[1]) >= QUOTED_TOPIC_COSINE
+    question_vector = sentences.query_vector(topic_query(question))
+    return float(sentences.phrase_vectors([phrase])[0] @ question_vector) >= QUOTED_TOPIC_COSINE
 
 
 def retrieved_list(ranked: Sequence[ScoredPaper], limit: int) -> list[dict[str, float | str]]:
@@ -143,12 +143,12 @@ class PaperSynthesizer(BaseSynthesizer):
         if query.filter_note:  # the answer says which filter it used, first
             yield from word_deltas(f"_{query.filter_note}_\n\n")
         missing = missing_sentence(grounding.missing) if grounding.missing else ""
-        embed = self.quote_embed()
+        measured = self.quote_index()
         said = " or ".join(grounding.missing.lacking) if grounding.missing and not grounding.missing.held else ""
-        if said and said == topic_phrase(query.question) and not says_topic(query.question, said, embed):
+        if said and said == topic_phrase(query.question) and not says_topic(query.question, said, measured):
             missing = ""  # nothing of it held, and the question's topic phrase is a fragment of it: not named
         if not sources:
-            answer = decline(query.question, query.mode, ranked, query.filters, missing, embed)
+            answer = decline(query.question, query.mode, ranked, query.filters, missing, measured)
             yield from word_deltas(answer.answer)
             missing = ""
         else:
@@ -172,12 +172,12 @@ class PaperSynthesizer(BaseSynthesizer):
         answer.retrieved = retrieved_list(ranked, self.settings.retrieved_in_answer)
         metadata["answer"] = answer
 
-    def quote_embed(self) -> Callable[[list[str]], np.ndarray] | None:
-        """The embedder a refusal's quoted topic is measured with: the shipped one's cosines set its cut, so
-        another model's (another scale) quotes as before."""
+    def quote_index(self) -> SentenceIndex | None:
+        """What a refusal's quoted topic is measured with: the shipped embedder's cosines set its cut, so another
+        model's (another scale) quotes as before (None)."""
         from rag_bot.store.embedders import MODEL_NAME, embedder_name
 
-        return self.sentences.embedder.embed if embedder_name(self.settings) == MODEL_NAME else None
+        return self.sentences if embedder_name(self.settings) == MODEL_NAME else None
 
     def _check_support(self, answer: Answer, sources: Sequence[ScoredPaper]) -> None:
         """Each citation's `support`; a notice names the claims their cited abstract does not back."""
