@@ -32,6 +32,7 @@ from rag_bot.store.local_embedding import folder_mismatch, weights_digest
 from rag_bot.store.segments import SavedVectors, damage, segment_folders
 
 if TYPE_CHECKING:
+    from chromadb.api.models.Collection import Collection
     from chromadb.api.types import GetResult
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,16 @@ EMBEDDER_FOLDER, EMBEDDER_WEIGHTS = "rag_bot_embedder_folder", "rag_bot_embedder
 
 
 TOTALS = ("rag_bot_papers", "rag_bot_chunks")
+
+
+# Candidates Chroma's HNSW search explores (its `ef_search`; Chroma's default is 100). At 100 a question's 40 nearest
+# chunks were not the same from one process to the next for 7 % of 1,925 questions on 3,201 papers: Chroma re-adds
+# the vectors written since its last save (every 1,000) when a store opens, in an order that changes, and the graph
+# and what an approximate search misses change with it. It found 0.97-0.99 of the exact 40 on average, 0.18 for
+# the worst question at 22,166 papers. At 1,000: 0.999 of them, the same 40 in both processes for every question,
+# at both sizes, for 3-4 ms more a search (2,000 and 4,000 gain less than a thousandth for 9 and 18 ms more;
+# bench/eval/hnsw_search.py, docs/benchmarks.md).
+EF_SEARCH = 1000
 
 
 # What an import replaces is saved in rag-bot-import-<pid>-<random>.backup.jsonl.gz (rag_bot/store/portable.py):
@@ -73,6 +84,20 @@ def remove_stale_backups(settings: Settings) -> list[Path]:
 
 
 READ_BATCH = 2000
+
+
+def search_widely(collection: Collection) -> None:
+    """Set a collection's HNSW search to explore `EF_SEARCH` candidates (a store made before this, or by Chroma's
+    defaults, explores 100), so a question's nearest records are all but exactly the true ones and the same in every
+    process. Leaves a wider setting alone, and a collection that cannot be changed as it is."""
+    hnsw = collection.configuration.get("hnsw") or {}
+    if not hnsw or int(hnsw.get("ef_search") or 0) >= EF_SEARCH:
+        return
+    try:
+        collection.modify(configuration={"hnsw": {"ef_search": EF_SEARCH}})
+    except Exception:  # noqa: BLE001 - answering still works at the narrower search
+        log.warning("could not widen the vector search of %s (questions may rank near neighbours differently "
+                    "from one run to the next)", collection.name, exc_info=log.isEnabledFor(logging.DEBUG))
 
 
 class StoreState(TypedDict):
@@ -129,6 +154,8 @@ class ChromaStore:
         except Exception as exc:
             log.debug("opening the collections failed", exc_info=True)
             raise store_error(self.settings, "open", exc) from exc
+        for collection in (papers, chunks):
+            search_widely(collection)
         self.papers = GuardedCollection(papers, self)
         self.chunks = GuardedCollection(chunks, self)
         self.write_failed = False
