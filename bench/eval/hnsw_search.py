@@ -33,10 +33,12 @@ from pathlib import Path
 
 import numpy as np
 
+from rag_bot.settings import Settings
+
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "bench" / "results" / "hnsw_search.json"
 K = 40
-COLLECTIONS = ("abstracts_chunks", "abstracts_papers")
+COLLECTIONS = tuple(f"{Settings().collection}_{kind}" for kind in ("chunks", "papers"))
 
 
 def questions() -> list[str]:
@@ -78,12 +80,9 @@ def search(store: Path, prepared: Path, ef: int, out: Path) -> None:
     import chromadb
 
     data = np.load(prepared)
+    set_search(store, ef)  # before the collections are first searched: Chroma reads the setting when it loads them
     client = chromadb.PersistentClient(path=str(store))
-    collections = []
-    for name in COLLECTIONS:
-        collection = client.get_collection(name)
-        collection.modify(configuration={"hnsw": {"ef_search": ef}})
-        collections.append(client.get_collection(name))
+    collections = [client.get_collection(name) for name in COLLECTIONS]
     found: dict[str, list[list[str]]] = {name: [] for name in COLLECTIONS}
     times = []
     for vector in data["vectors"]:
@@ -135,8 +134,8 @@ def quality(size: int, settings: list[int]) -> dict:
         for n, ef in enumerate(settings):
             out = Path(tmp) / f"{n}.json"
             key = str(ef) if settings.count(ef) == 1 else f"{ef} #{settings[:n].count(ef) + 1}"
-            for args in (["--set", str(store), str(ef)], ["--ranks", str(store), str(size), str(ef), str(out)]):
-                subprocess.run([sys.executable, "-m", "bench.eval.hnsw_search", *args], check=True, cwd=ROOT)
+            child("--set", store, ef)
+            child("--ranks", store, size, ef, out)
             groups: dict[str, list[int | None]] = {}
             for r in json.loads(out.read_text()):
                 groups.setdefault(f"{'locked' if locked(r['id']) else 'fit'} {r['set']}", []).append(r["rank"])
@@ -145,15 +144,18 @@ def quality(size: int, settings: list[int]) -> dict:
                        "MRR@10": round(float(np.mean([1 / r if r else 0.0 for r in rs])), 3)}
                 for name, rs in sorted(groups.items())}}
             print(size, key, json.dumps(report[key]), flush=True)
-    subprocess.run([sys.executable, "-m", "bench.eval.hnsw_search", "--set", str(store), str(EF_SEARCH)], check=True,
-                   cwd=ROOT)
-    return report
+    child("--set", store, EF_SEARCH)
+    return {"settings": report}
+
+
+def child(*args: object) -> None:
+    """This script in a fresh process (Chroma reads `ef_search` when it first loads a collection)."""
+    subprocess.run([sys.executable, "-m", "bench.eval.hnsw_search", *map(str, args)], check=True, cwd=ROOT)
 
 
 def run_child(store: Path, prepared: Path, ef: int, folder: Path, tag: str) -> dict:
     out = folder / f"{tag}.json"
-    subprocess.run([sys.executable, "-m", "bench.eval.hnsw_search", "--child", str(store), str(prepared), str(ef),
-                    str(out)], check=True, cwd=ROOT)
+    child("--child", store, prepared, ef, out)
     return json.loads(out.read_text())
 
 
@@ -183,7 +185,7 @@ def measure(size: int, settings: list[int]) -> dict:
             row["ms median"], row["ms p95"] = round(float(np.median(ms)), 2), round(float(np.percentile(ms, 95)), 2)
             report["settings"][str(ef)] = row
             print(size, ef, json.dumps(row), flush=True)
-        run_child(store, prepared, EF_SEARCH, folder, "restore")  # the store as rag-bot leaves it
+    child("--set", store, EF_SEARCH)  # the store as rag-bot leaves it
     import chromadb
 
     report["papers"] = chromadb.PersistentClient(path=str(store)).get_collection(COLLECTIONS[1]).count()
@@ -212,11 +214,7 @@ def main() -> None:
         key, run = (f"quality {size}", quality) if args.quality else (str(size), measure)
         # A setting measured again replaces its row; the others stay (each row says when it ran).
         report = run(size, args.ef)
-        rows = results.get(key, {}).get("settings", {}) if not args.quality else results.get(key, {})
-        if args.quality:
-            results[key] = {**rows, **report}
-        else:
-            results[key] = {**report, "settings": {**rows, **report["settings"]}}
+        results[key] = {**report, "settings": {**results.get(key, {}).get("settings", {}), **report["settings"]}}
         RESULTS.write_text(json.dumps(results, indent=1))
 
 
