@@ -1,10 +1,11 @@
 """The engine every surface calls: ingest files, answer a question, report stats.
 
-A question runs through one llama-index query engine, in stages that never call back up:
-retrieve (`PaperRetriever`: question -> ranked paper nodes) -> ground (`GroundingPostprocessor`: grounded or not,
-which papers become sources) -> compose (the writer, a `PaperSynthesizer`: sources -> streamed text and a checked
-`Answer`). The engine is built from parts passed in, with defaults from `Settings`; when an LLM writer cannot
-answer, the engine has the offline writer answer from the same grounded nodes.
+A question runs through stages that never call back up, each returning what it decides:
+retrieve (llama-index's query engine over `PaperRetriever` and, when set, the reranker: question -> ranked paper
+nodes) -> ground (`GroundingStage`: a typed `Grounding`, its certainty and sources; with an LLM writer its relevance
+judge reviews it) -> compose (the writer, a `PaperSynthesizer`, handed that decision: streamed text and a checked
+`Answer` that carries the certainty). The engine is built from parts passed in, with defaults from `Settings`; when an
+LLM writer cannot answer, the engine has the offline writer answer from the same decision.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.schema import NodeWithScore
 
+from rag_bot import answer_words as words
 from rag_bot.errors import NoIndexError, WriterUnavailable
 from rag_bot.grounding.calibration_file import model_for
-from rag_bot.grounding.decide import GroundingPostprocessor
+from rag_bot.grounding.decide import GroundingStage
 from rag_bot.interfaces import Writer
 from rag_bot.nodes import PaperQuery, scored_paper
 from rag_bot.question import checked_question, clean_question, detect_mode, is_follow_up
@@ -38,7 +41,7 @@ from rag_bot.writing.offline import OfflineComposer
 if TYPE_CHECKING:
     from llama_index.core.llms import ChatMessage
 
-    from rag_bot.grounding.judge import Generate
+    from rag_bot.grounding.judge import Generate, RelevanceJudge
     from rag_bot.retrieval.rerank import RerankPostprocessor
     from rag_bot.writing.llm import LLMComposer
 
@@ -95,7 +98,7 @@ class Engine:
         self._fallback = fallback
         self._sentences = sentences
         self._query_engine: RetrieverQueryEngine | None = None
-        self._grounding: GroundingPostprocessor | None = None
+        self._grounding: GroundingStage | None = None
         self._reranker: RerankPostprocessor | None = None
 
     # --- parts (built on first use: opening the store for stats needs no model) ----------------------------
@@ -129,11 +132,11 @@ class Engine:
         return self._fallback
 
     @property
-    def grounding(self) -> GroundingPostprocessor:
-        """The grounding stage (a llama-index node postprocessor over the pure rules of grounding/decide.py)."""
+    def grounding(self) -> GroundingStage:
+        """The grounding stage (over the pure rules of grounding/decide.py): returns its decision."""
         if self._grounding is None:
-            self._grounding = GroundingPostprocessor(sentences=self.sentences, settings=self.settings,
-                                                     collection_size=lambda: len(self.retriever.papers))
+            self._grounding = GroundingStage(sentences=self.sentences, settings=self.settings,
+                                             collection_size=lambda: len(self.retriever.papers))
         return self._grounding
 
     @property
@@ -145,23 +148,26 @@ class Engine:
             self._reranker = RerankPostprocessor(settings=self.settings)
         return self._reranker
 
-    def steps(self, judged: bool = True) -> list[BaseNodePostprocessor]:
-        """What follows retrieval, in order: the reranker (when RAG_BOT_RERANK_URL sets one: its order is what
-        grounding weighs), grounding, and with an LLM writer its relevance judge (rag_bot/grounding/judge.py),
-        left out when `judged` is false."""
+    def steps(self) -> list[BaseNodePostprocessor]:
+        """What reorders retrieval's nodes before grounding weighs them: the reranker, when RAG_BOT_RERANK_URL sets
+        one (its order is one of grounding's signals)."""
+        return [self.reranker] if self.reranker is not None else []
+
+    @property
+    def judge(self) -> RelevanceJudge | None:
+        """With an LLM writer, its relevance judge (rag_bot/grounding/judge.py), which reviews grounding's decision;
+        None with the offline writer."""
         from rag_bot.grounding.judge import RelevanceJudge
         from rag_bot.writing.llm import LLMComposer
 
-        steps: list[BaseNodePostprocessor] = [self.grounding]
-        if self.reranker is not None:
-            steps.insert(0, self.reranker)
-        if judged and isinstance(self.writer, LLMComposer):
-            steps.append(RelevanceJudge(generate=judge_call(self.writer), settings=self.settings))
-        return steps
+        if isinstance(self.writer, LLMComposer):
+            return RelevanceJudge(generate=judge_call(self.writer), settings=self.settings)
+        return None
 
     @property
     def query_engine(self) -> RetrieverQueryEngine:
-        """The llama-index query engine: retriever -> `steps` (grounding, ...) -> writer."""
+        """The llama-index query engine: retriever -> `steps` (the reranker) -> writer; the engine grounds between
+        its retrieve and its synthesize (`decide`)."""
         if self._query_engine is None:
             self._query_engine = RetrieverQueryEngine(
                 retriever=self.retriever,
@@ -169,6 +175,16 @@ class Engine:
                 node_postprocessors=self.steps(),
             )
         return self._query_engine
+
+    def decide(self, query: PaperQuery, judged: bool = True) -> tuple[Grounding, list[NodeWithScore]]:
+        """Retrieval, the reranker, grounding and (with an LLM writer, when `judged`) its judge: the decision an
+        answer is written from, and the nodes in grounding's order."""
+        nodes = self.query_engine.retrieve(query)
+        decision, nodes = self.grounding.run(query, nodes)
+        judge = self.judge if judged else None
+        if judge is not None:
+            decision = judge.review(query, nodes, decision)
+        return decision, nodes
 
     @property
     def papers(self) -> Mapping[str, Paper]:
@@ -283,20 +299,23 @@ class Engine:
               max_papers: int | None = None, stream: bool = False, filters: Filters | None = None) -> PaperQuery:
         """The question as the query engine takes it: what to search with, what to answer, in which mode."""
         question = checked_question(question)  # empty or over the limit: one line the surface shows
+        correction = self.retriever.corrected(question)
+        searched = correction.text if correction else question
         history = list(history or [])
-        rewritten = self.rewrite_question(question, history) if history else None
+        rewritten = self.rewrite_question(searched, history) if history else None
         previous = history[-1] if history else None
         return PaperQuery(
-            query_str=rewritten or self.standalone_question(question, history),
-            question=rewritten or question,
+            query_str=rewritten or self.standalone_question(searched, history),
+            question=rewritten or searched,
             # The mode follows what the user typed, not the rewrite.
-            mode=mode or detect_mode(question),
+            mode=mode or detect_mode(searched),
             max_papers=max_papers,
             stream=stream,
             carry_over=tuple(c.doc_id for c in previous.answer.citations) if previous and previous.answer else (),
             carry_over_question=previous.question if previous else "",
             filters=filters if filters is not None and not filters.empty else None,
             filter_note=self._filter_note(filters),
+            searched_for=clean_question(searched) if correction else "",
         )
 
     def _filter_note(self, filters: Filters | None) -> str:
@@ -307,17 +326,13 @@ class Engine:
         if not matching:
             return ""
         total = len(self.papers)
-        return f"Searched only the papers matching {filters.describe()} ({matching} of {total})."
+        return words.FILTER_NOTE.format(filters=filters.describe(), matching=matching, total=total)
 
     def ground(self, question: str, mode: Mode | None = None, judged: bool = False) -> Grounding:
-        """Retrieval and the steps after it (`steps`) without writing: the decision an answer would be written
-        from (for calibration and evaluation); the LLM's relevance judge only when `judged`."""
+        """Retrieval and grounding without writing: the decision an answer would be written from (for calibration
+        and evaluation); the LLM's relevance judge only when `judged`."""
         self.require_index()
-        query = self.query(question, mode)
-        nodes = self.retriever.retrieve(query)
-        for step in self.steps(judged):
-            nodes = step.postprocess_nodes(nodes, query_bundle=query)
-        return query.grounding or Grounding(grounded=False, evidence=0.0)
+        return self.decide(self.query(question, mode), judged)[0]
 
     def _answer(
         self,
@@ -332,22 +347,22 @@ class Engine:
         query = self.query(question, mode, history, max_papers, stream, filters)
         self.require_index()
         log.debug("question %r (mode %s)", query.question, query.mode)
-        nodes = self.query_engine.retrieve(query)  # retrieve, then ground
+        decision, nodes = self.decide(query)  # retrieve, then ground
         retrieved = time.perf_counter()
         try:
-            answer = yield from self._drain(self.query_engine.synthesize(query, nodes))
+            answer = yield from self._drain(self.writer.synthesize(query, nodes, grounding=decision))
         except WriterUnavailable as exc:
             # The cause in one line; its traceback too at DEBUG (on the CLI, stderr is also the user's screen).
             log.warning("%s could not answer (%s); the offline writer answers instead", self.writer_name, exc,
                         exc_info=log.isEnabledFor(logging.DEBUG))
-            answer = yield from self._drain(self.fallback.synthesize(query, nodes))
-            answer.notice = f"The language model ({self.writer_name}) could not answer: {exc}. " \
-                            f"This answer is from the offline composer."
+            answer = yield from self._drain(self.fallback.synthesize(query, nodes, grounding=decision))
+            answer.notice = words.WRITER_FAILED.format(writer=self.writer_name, reason=exc)
         uncalibrated = model_for(self.settings)[1]  # the store's model is not the decision's, and not calibrated
         if uncalibrated:
             answer.notice = f"{answer.notice} {uncalibrated}" if answer.notice else uncalibrated
         done = time.perf_counter()
         answer.question = clean_question(question)
+        answer.searched_for = query.searched_for or None
         answer.timings_ms = {
             "retrieve": round((retrieved - start) * 1000, 1),
             "compose": round((done - retrieved) * 1000, 1),

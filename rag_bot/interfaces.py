@@ -66,8 +66,8 @@ class Writer(Protocol):
     def synthesize(self, query: QueryBundle | str, nodes: list[NodeWithScore],
                    additional_source_nodes: Sequence[NodeWithScore] | None = None,
                    **response_kwargs: object) -> StreamingResponse:
-        """The answer to a `PaperQuery` from its ranked, grounded nodes: text deltas, then the checked `Answer`
-        in the response's metadata."""
+        """The answer to a `PaperQuery` from its ranked nodes and grounding's decision (`grounding=`, a
+        `Grounding`, handed in by the engine): text deltas, then the checked `Answer` in the response's metadata."""
         ...
 
 

@@ -1,8 +1,7 @@
 """How rag-bot's types travel through llama-index: the question as a `PaperQuery` bundle, papers as nodes.
 
-The retriever returns one `NodeWithScore` per paper; the grounding postprocessor puts its typed outcome (a
-`Grounding`: grounded or not, the sources in citing order, what the collection lacks) on the query, where the answer
-writers read it, and hands on the nodes as the ranking, the candidates it weighed most probable first. Keeping the
+The retriever returns one `NodeWithScore` per paper; the grounding stage returns its typed decision (a `Grounding`)
+beside the nodes it ranked, the candidates it weighed most probable first, and the engine hands both to the writer. Keeping the
 conversion here means no stage needs to know another's internals.
 """
 
@@ -12,7 +11,7 @@ from dataclasses import dataclass
 
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from rag_bot.types import Filters, Grounding, Mode, ScoredPaper
+from rag_bot.types import Filters, Mode, ScoredPaper
 
 # Node metadata keys (the paper itself rides along under PAPER; none of it is embedded or shown to a model).
 PAPER = "paper"
@@ -32,7 +31,7 @@ class PaperQuery(QueryBundle):
     carry_over_question: str = ""  # the previous question, which their similarity is measured against
     filters: Filters | None = None  # only papers passing these are retrieved (never widened when none pass)
     filter_note: str = ""  # what the answer says about the filter it used
-    grounding: Grounding | None = None  # set by the grounding stage (and the relevance judge after it)
+    searched_for: str = ""  # the question as searched when its spelling was corrected (shown to the user)
 
 
 def paper_node(scored: ScoredPaper) -> NodeWithScore:

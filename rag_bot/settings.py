@@ -166,8 +166,12 @@ class Settings(BaseSettings):
         ge=0.0,
         le=1.0,
         description="Least probability (0 to 1) that the best retrieved paper belongs to the answer for the bot to "
-        "answer; unset, the cut fitted with the relevance model (rag_bot/grounding/relevance_model.json, docs/eval.md).",
+        "answer confidently (below it an answer is tentative or none); unset, the cut fitted for the collection's size "
+        "with the relevance model (rag_bot/grounding/relevance_model.json, docs/eval.md).",
     )
+    spelling: bool = Field(
+        True, description="Correct a question's misspelt words against the collection's own words before searching "
+        "(shown as \"Searched for: ...\"; rag_bot/retrieval/spelling.py); false searches with the words as typed.")
     # At most 10: the chat's "Papers to use" slider offers 1 to 10.
     answer_papers: int = Field(6, ge=1, le=10, description="Most papers an answer or summary cites.")
     support_threshold: float = Field(

@@ -10,6 +10,11 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 Mode = Literal["ask", "summary", "compare"]
+# How sure an answer is that the collection answers its question (grounding's fitted cuts on the best candidate's
+# probability): "confident", the collection answers it; "tentative", the closest papers may; "none", nothing is
+# close. `grounded` (the older field) is true for the first two.
+Certainty = Literal["confident", "tentative", "none"]
+CERTAINTIES: tuple[Certainty, ...] = ("confident", "tentative", "none")
 
 
 class Paper(BaseModel):
@@ -137,16 +142,34 @@ class Missing:
 
 @dataclass(frozen=True)
 class Grounding:
-    """Grounding's outcome, carried to the writer: whether the collection answers the question, how confidently,
-    from which papers (in the order they are cited), and what it lacks of the question."""
+    """Grounding's decision, returned to the engine and handed by it to the writer: how sure it is that the
+    collection answers the question (`certainty`), from which papers (in the order they are cited), which more may be
+    related (a summary's), and what it lacks of the question."""
 
-    grounded: bool
+    certainty: Certainty
     evidence: float  # the best paper's probability of belonging to the answer (the answer's confidence)
+    # Confident: the papers the answer is written from. Tentative: the closest papers, shown as such. None: the
+    # closest paper on each part of a two-topic question the collection holds, or nothing.
     sources: list[ScoredPaper] = field(default_factory=list)
+    related: list[ScoredPaper] = field(default_factory=list)  # a summary's papers that may be related, listed last
     missing: Missing | None = None
     # The candidates it weighed and their probability (1 for a paper the question names), most probable first: the
     # ranking an answer reports (its `retrieved`, scored by that probability) and the nearest papers of a refusal.
     ranking: list[tuple[str, float]] = field(default_factory=list)
+
+    @property
+    def grounded(self) -> bool:
+        """The older, two-valued field: the collection may answer the question (confident or tentative), or, with
+        nothing close, cites the closest paper on each part of a two-topic question it holds."""
+        return self.certainty != "none" or bool(self.sources)
+
+    def probability(self, doc_id: str) -> float | None:
+        """A candidate's probability of belonging to the answer (1 for a paper the question names), None for a
+        paper it did not weigh."""
+        return next((p for d, p in self.ranking if d == doc_id), None)
+
+
+DECLINED = Grounding(certainty="none", evidence=0.0)  # no grounding ran, or nothing was retrieved
 
 
 class Citation(BaseModel):
@@ -161,6 +184,10 @@ class Citation(BaseModel):
         1.0, description="How well the cited abstract backs the claims citing it (0-1: best sentence similarity of "
         "the weakest claim); below the support threshold the claim is flagged."
     )
+    probability: float | None = Field(
+        None, description="Grounding's probability that this paper belongs to the answer (0-1; 1 for a paper the "
+        "question names); None when grounding did not weigh it.")
+    related: bool = Field(False, description="Listed as possibly related (a summary's papers below the close ones).")
 
 
 class Answer(BaseModel):
@@ -169,9 +196,14 @@ class Answer(BaseModel):
     question: str
     mode: Mode
     answer: str
-    grounded: bool
+    grounded: bool = Field(description="The collection may answer the question (certainty confident or tentative), "
+                           "or the answer cites the closest papers on the parts of the question it holds; false for "
+                           "a refusal.")
     citations: list[Citation]
     retrieved: list[dict[str, float | str]]
+    certainty: Certainty = Field("none", description="confident: the collection answers this; tentative: the "
+                                 "closest papers may answer it; none: nothing is close.")
+    searched_for: str | None = Field(None, description="The question as searched, when its spelling was corrected.")
     llm: str = "offline"
     timings_ms: dict[str, float] = Field(default_factory=dict)
     notice: str | None = Field(None, description="A one-line notice to show (not part of the JSON).")
@@ -179,7 +211,8 @@ class Answer(BaseModel):
 
     def to_json(self) -> dict[str, object]:
         """The stable JSON contract (`filters` only when the question was filtered)."""
-        include = {"question", "mode", "answer", "grounded", "citations", "retrieved", "llm", "timings_ms"}
+        include = {"question", "mode", "answer", "grounded", "certainty", "citations", "retrieved", "llm",
+                   "timings_ms", "searched_for"}
         if self.filters is not None:
             include.add("filters")
         return self.model_dump(include=include, exclude_none=False)

@@ -360,6 +360,33 @@ def retrieve_for(engine):
     return lambda question: [scored_paper(n) for n in engine.retriever.retrieve(engine.query(question, "ask"))]
 
 
+def load_records(sizes: list[int], parts: tuple[str, ...], generated: int = 300, fresh: bool = False) -> list[dict]:
+    """Every labelled question record of these sizes and parts (rows cached per size and part in storage/, which is
+    not committed; `fresh` recomputes them), labelled by the current judgements. The readers' part has no 38."""
+    from rag_bot.grounding.relevance import MEASURED, with_shares
+
+    records: list[dict] = []
+    for size in sizes:
+        for part in parts:
+            if part == "readers" and size == 38:
+                continue
+            cache = ROOT / "storage" / f"relevance-rows-{size}{STORES['suffix']}-{part}.jsonl.gz"
+            if cache.exists() and not fresh:
+                with gzip.open(cache, "rt") as f:
+                    got = [json.loads(line) for line in f]
+                for r in got:  # the measured signals are cached; the shares are derived from them
+                    r["rows"] = with_shares(np.asarray([row[:len(MEASURED)] for row in r["rows"]])).tolist()
+            else:
+                got = collect(size, generated, part)
+                if got:
+                    with gzip.open(cache, "wt") as f:
+                        f.writelines(json.dumps(r) + "\n" for r in got)
+            records += got
+            print(f"{size} {part}: {len(got)} question records", file=sys.stderr)
+    relabel(records)
+    return records
+
+
 def main() -> int:
     from rag_bot.fitted import record
     from rag_bot.grounding.relevance import FEATURES, MEASURED, RelevanceModel, Weights, load, with_shares
@@ -400,24 +427,8 @@ def main() -> int:
         print(json.dumps(statistics, indent=1))
         tell_shipped(SHIPPED, args.write)
         return 0
-    records: list[dict] = []
-    for size in args.sizes:
-        for part in ("known", "judged") + (("readers",) if args.readers and size != 38 else ()):
-            # Rows are cached per size and part (storage/ is not committed); --fresh recomputes them.
-            cache = ROOT / "storage" / f"relevance-rows-{size}{args.stores}-{part}.jsonl.gz"
-            if cache.exists() and not args.fresh:
-                with gzip.open(cache, "rt") as f:
-                    got = [json.loads(line) for line in f]
-                for r in got:  # the measured signals are cached; the shares are derived from them
-                    r["rows"] = with_shares(np.asarray([row[:len(MEASURED)] for row in r["rows"]])).tolist()
-            else:
-                got = collect(size, args.generated, part)
-                if got:
-                    with gzip.open(cache, "wt") as f:
-                        f.writelines(json.dumps(r) + "\n" for r in got)
-            records += got
-            print(f"{size} {part}: {len(got)} question records", file=sys.stderr)
-    relabel(records)
+    records = load_records(args.sizes, ("known", "judged") + (("readers",) if args.readers else ()),
+                           args.generated, args.fresh)
     for r in records:
         for name in args.without:
             for row in r["rows"]:

@@ -33,7 +33,7 @@ import numpy as np
 from rag_bot.errors import StoreError
 from rag_bot.grounding import relevance
 from rag_bot.grounding.calibration_file import identity, needed, save
-from rag_bot.grounding.decide import GroundingPostprocessor, candidates, topic_of
+from rag_bot.grounding.decide import GroundingStage, candidates, topic_of
 from rag_bot.grounding.relevance import Calibration
 from rag_bot.interfaces import Embedder
 from rag_bot.settings import Settings
@@ -87,7 +87,7 @@ def known_items(papers: Mapping[str, Paper], count: int = ITEMS) -> list[KnownIt
 
 
 def measure(items: Sequence[KnownItem], retrieve: Callable[[str], list[ScoredPaper]],
-            grounding: GroundingPostprocessor, reference: Embedder | None = None) -> dict[str, Any]:
+            grounding: GroundingStage, reference: Embedder | None = None) -> dict[str, Any]:
     """The mean paper and sentence cosines of the known items' papers (positives) and of their near misses' top
     papers (negatives), as the current embedder gives them; with a `reference` embedder, also both models' cosines
     of the very same pairs (`paired`)."""
@@ -194,7 +194,7 @@ def fitted_embedder(settings: Settings, name: str) -> Embedder | None:
     return make_embedder(plain) if embedder_name(plain) == name else None
 
 
-def calibrate(settings: Settings, retrieve: Callable[[str], list[ScoredPaper]], grounding: GroundingPostprocessor,
+def calibrate(settings: Settings, retrieve: Callable[[str], list[ScoredPaper]], grounding: GroundingStage,
               papers: Mapping[str, Paper]) -> str:
     """Fit and save the store's calibration; one line saying what was done (CalibrationFailed when it cannot)."""
     model = relevance.load()

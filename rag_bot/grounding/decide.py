@@ -2,12 +2,14 @@
 papers become its sources. One fitted decision for every mode and every answer writer.
 
 Each candidate paper gets the probability that it belongs to the answer (rag_bot/grounding/relevance.py: one logistic
-model over its signals, fitted on labelled pairs by bench/fit/relevance.py). The collection answers when the best
-paper's probability reaches the fitted answer cut (or the question names a paper); the sources are the papers
-over the mode's fitted cut. When a question joins concepts ("X for Y") and no paper answers it, grounding finds
+model over its signals, fitted on labelled pairs by bench/fit/relevance.py); the sources are the papers over the
+mode's fitted cut. When a question joins concepts ("X for Y") and no paper answers it, grounding finds
 which part the collection lacks, in the question's own phrases (a `Missing`; writing says it in words).
-`GroundingPostprocessor` applies this as a llama-index node postprocessor in the query engine and puts the typed
-`Grounding` on the query for the writer.
+How sure the decision is (its `certainty`: confident, the collection answers it; tentative, the closest papers may;
+none) is the certainty model's (rag_bot/grounding/certainty.py), fitted with its cuts per collection size by
+bench/fit/certainty.py.
+`GroundingStage` is the stage the engine calls: it returns the typed `Grounding`, which the engine hands to the
+writer.
 """
 
 from __future__ import annotations
@@ -16,18 +18,18 @@ import logging
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from llama_index.core.postprocessor.types import BaseNodePostprocessor
-from llama_index.core.schema import NodeWithScore, QueryBundle
-from pydantic import ConfigDict
+from llama_index.core.schema import NodeWithScore
 
 from rag_bot.grounding import relevance
 from rag_bot.grounding.calibration_file import model_for
+from rag_bot.grounding.certainty import load as certainty_model
+from rag_bot.grounding.certainty import question_signals
 from rag_bot.grounding.relevance import RelevanceModel, Topic, covers
 from rag_bot.nodes import PaperQuery, scored_paper
 from rag_bot.settings import Settings, SettingsError, variable
 from rag_bot.store.sentences import SentenceIndex
 from rag_bot.topics import is_request, question_concepts, topic_acronyms, topic_phrase, topic_query, topic_words
-from rag_bot.types import Grounding, Missing, Mode, ScoredPaper
+from rag_bot.types import DECLINED, Certainty, Grounding, Missing, Mode, ScoredPaper
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +37,11 @@ log = logging.getLogger(__name__)
 ASK_PAPERS = 4  # a direct answer
 AREA_PAPERS = 40  # a summary (the most central are summarised, the rest listed)
 COMPARE_PAPERS = 4  # a comparison by topic
+TENTATIVE_PAPERS = 3  # the closest papers a tentative answer shows (as a refusal names its nearest topics)
+# A summary's possibly related papers: at most ten (a reader's list), never more than the close ones when those are
+# more. At 3,000 papers the close list holds 2.2 papers on average, and the relevant papers close + related recall
+# reach 0.9 on the fit part only with up to ten listed (0.80 with three; bench/fit/certainty.py, docs/eval.md).
+RELATED_LIMIT = 10
 
 
 def topic_of(topic: str, vector: np.ndarray, embed: Callable[[list[str]], np.ndarray]) -> Topic:
@@ -66,6 +73,14 @@ def candidate_mismatch(settings: Settings, model: RelevanceModel) -> str | None:
     return None
 
 
+def certainty_of(best: float, named: bool, mode: Mode, model: RelevanceModel, collection_size: int,
+                 confident_cut: float | None = None) -> Certainty:
+    """Two-valued, from the relevance model alone (no certainty model given): confident when a paper is named or the
+    best probability reaches the answer cut, else none."""
+    cut = model.cut(mode, "answer", collection_size) if confident_cut is None else confident_cut
+    return "confident" if named or best >= cut else "none"
+
+
 def ground(
     papers: Sequence[ScoredPaper],
     probabilities: Sequence[float],
@@ -75,12 +90,16 @@ def ground(
     max_papers: int | None = None,
     answer_cut: float | None = None,
     collection_size: int = 0,
+    certainty: Certainty | None = None,
+    related_cut: float | None = None,
 ) -> Grounding:
-    """The grounding decision from the candidates' probabilities (in ranking order): a paper the question names,
-    or a best probability over the answer cut; then the sources the mode takes (cuts fitted per collection size
-    are read at `collection_size`)."""
+    """The grounding decision from the candidates' probabilities (in ranking order) and the question's `certainty`
+    (the certainty model's, rag_bot/grounding/certainty.py; without it, `certainty_of`: the relevance model's answer
+    cut, or `answer_cut`): the papers it answers from (cuts fitted per collection size are read at
+    `collection_size`), a summary's possibly related papers from `related_cut` (none without it). A paper the
+    question names makes it confident."""
     if not papers:
-        return Grounding(grounded=False, evidence=0.0)
+        return DECLINED
     prob = {p.paper.doc_id: float(x) for p, x in zip(papers, probabilities)}
     best = max(prob.values())
     source_cut = model.cut(mode, "source", collection_size)
@@ -92,26 +111,47 @@ def ground(
     ranking = sorted(((p.paper.doc_id, 1.0 if p.named else prob[p.paper.doc_id]) for p in papers),
                      key=lambda item: -item[1])
     by_probability = sorted((p for p in papers if not p.named), key=lambda p: -prob[p.paper.doc_id])
-    if not named and best < (model.cut(mode, "answer", collection_size) if answer_cut is None else answer_cut):
+    if named:
+        certainty = "confident"
+    elif certainty is None:
+        certainty = certainty_of(best, False, mode, model, collection_size, answer_cut)
+    if certainty == "none":
         missing, sources = missing_part(topic, papers)
-        return Grounding(grounded=bool(sources), evidence=best, sources=sources, missing=missing, ranking=ranking)
+        return Grounding("none", best, sources=sources, missing=missing, ranking=ranking)
+    if certainty == "tentative":
+        # Shown as the closest matches, most probable first, for the reader to judge: nothing is claimed of them. A
+        # summary's are the papers a confident one would list as close or possibly related.
+        closest = by_probability[:TENTATIVE_PAPERS]
+        if mode == "summary" and related_cut is not None:
+            closest = [p for p in by_probability if prob[p.paper.doc_id] >= related_cut][:RELATED_LIMIT] or closest[:1]
+        return Grounding("tentative", best, closest, ranking=ranking)
     if mode == "compare":
         if len(named) >= 2:
-            return Grounding(True, best, named, ranking=ranking)
+            return Grounding("confident", best, named, ranking=ranking)
         on_topic = [p for p in by_probability if prob[p.paper.doc_id] >= source_cut]
         # One paper on topic (or one named): the comparison says so and describes it.
         chosen = (named + on_topic)[:COMPARE_PAPERS] or by_probability[:1]
-        return Grounding(True, best, chosen, ranking=ranking)
+        return Grounding("confident", best, chosen, ranking=ranking)
     if mode == "summary":
         on_topic = [p for p in by_probability if prob[p.paper.doc_id] >= source_cut]
         # Answerable with none over the source cut: its best paper (a question naming papers is about them).
         on_topic = on_topic or ([] if named else by_probability[:1])
-        return Grounding(True, best, (named + on_topic)[:max_papers or AREA_PAPERS], ranking=ranking)
+        close = (named + on_topic)[:max_papers or AREA_PAPERS]
+        related = [] if related_cut is None or max_papers else related_papers(close, by_probability, prob, related_cut)
+        return Grounding("confident", best, close, related=related, ranking=ranking)
     # A direct answer cites the papers over its cut in retrieval's order: by probability its first citation is the
     # paper asked for about as often, not more on every set (bench/eval/decision_order.py, docs/eval.md).
     answering = [p for p in papers if not p.named and prob[p.paper.doc_id] >= source_cut]
     answering = answering or ([] if named else by_probability[:1])
-    return Grounding(True, best, (named + answering)[:max_papers or ASK_PAPERS], ranking=ranking)
+    return Grounding("confident", best, (named + answering)[:max_papers or ASK_PAPERS], ranking=ranking)
+
+
+def related_papers(close: Sequence[ScoredPaper], by_probability: Sequence[ScoredPaper], prob: dict[str, float],
+                   cut: float) -> list[ScoredPaper]:
+    """A summary's papers that may be related: not among the close ones, at or over the fitted related cut, most
+    probable first, at most RELATED_LIMIT."""
+    chosen = {p.paper.doc_id for p in close}
+    return [p for p in by_probability if p.paper.doc_id not in chosen and prob[p.paper.doc_id] >= cut][:RELATED_LIMIT]
 
 
 def missing_part(topic: str, ranked: Sequence[ScoredPaper]) -> tuple[Missing | None, list[ScoredPaper]]:
@@ -141,18 +181,15 @@ def missing_part(topic: str, ranked: Sequence[ScoredPaper]) -> tuple[Missing | N
     return Missing(held=tuple(said[name] for name, _, _ in concepts)), chosen
 
 
-class GroundingPostprocessor(BaseNodePostprocessor):
-    """The grounding stage in the query engine: puts its decision on the query (`PaperQuery.grounding`: no
-    sources means the question is declined) and orders the candidates it weighed by their probability."""
+class GroundingStage:
+    """The grounding stage the engine calls between retrieval and writing: it returns its decision (a `Grounding`,
+    with its certainty) and the candidates it weighed in the order of their probability; it writes nothing on the
+    query."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-    sentences: SentenceIndex
-    settings: Settings
-    collection_size: Callable[[], int]  # papers in the collection now (the areas' cut is fitted per size)
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "GroundingPostprocessor"
+    def __init__(self, sentences: SentenceIndex, settings: Settings, collection_size: Callable[[], int]) -> None:
+        self.sentences = sentences
+        self.settings = settings
+        self.collection_size = collection_size  # papers in the collection now (the cuts are fitted per size)
 
     def signals(self, query: PaperQuery, papers: Sequence[ScoredPaper], text: str = ""
                 ) -> tuple[list[ScoredPaper], np.ndarray]:
@@ -174,20 +211,22 @@ class GroundingPostprocessor(BaseNodePostprocessor):
             raise SettingsError(problem)
         text = topic_query(query.question)
         chosen, rows = self.signals(query, papers, text)
-        probabilities = model.probabilities(rows, query.mode).tolist()
-        return ground(chosen, probabilities, query.mode, model, text, query.max_papers,
-                      self.settings.answer_confidence, self.collection_size())
+        probabilities = model.probabilities(rows, query.mode)
+        size = self.collection_size()
+        graded = certainty_model()
+        measured = model.calibration.apply(rows) if model.calibration is not None else rows
+        covered = graded.covered(question_signals(measured, probabilities), query.mode) if len(rows) else 0.0
+        certainty = graded.certainty(covered, query.mode, size, self.settings.answer_confidence)
+        return ground(chosen, probabilities.tolist(), query.mode, model, text, query.max_papers,
+                      collection_size=size, certainty=certainty,
+                      related_cut=graded.cut(query.mode, "related", size) if query.mode == "summary" else None)
 
-    def _postprocess_nodes(
-        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
-    ) -> list[NodeWithScore]:
-        if not isinstance(query_bundle, PaperQuery):
-            raise TypeError("grounding needs a PaperQuery (the question, its mode and paper limit)")
-        decision = self.decide(query_bundle, [scored_paper(n) for n in nodes])
-        log.debug("grounding: confidence %.3f, grounded %s, %d sources", decision.evidence, decision.grounded,
-                  len(decision.sources))
-        query_bundle.grounding = decision
-        return ranked(nodes, decision.ranking)
+    def run(self, query: PaperQuery, nodes: list[NodeWithScore]) -> tuple[Grounding, list[NodeWithScore]]:
+        """The decision for a question's retrieved nodes, and the nodes ranked by it (`ranked`)."""
+        decision = self.decide(query, [scored_paper(n) for n in nodes])
+        log.debug("grounding: confidence %.3f, %s, %d sources, %d related", decision.evidence, decision.certainty,
+                  len(decision.sources), len(decision.related))
+        return decision, ranked(nodes, decision.ranking)
 
 
 def ranked(nodes: list[NodeWithScore], ranking: Sequence[tuple[str, float]]) -> list[NodeWithScore]:

@@ -6,7 +6,7 @@ close enough to cite (at most `JUDGE_CANDIDATES`, each abstract cut to `JUDGE_AB
 in one non-streaming call of at most `JUDGE_MAX_TOKENS` tokens, which of them are relevant: the evidence step of
 PaperQA2, bounded to one call and a token budget. The reply is strict JSON (`{"relevant": [1, 3]}`); the marks are
 rewritten so that the sources are the papers the model judged relevant, in the grounding order, followed by the
-ones it adds (the query's typed `Grounding` is replaced by the judged one). Papers the question names are always kept, and a paper the grounding stage placed below
+ones it adds (it returns the judged `Grounding`). A tentative or declined decision is not judged. Papers the question names are always kept, and a paper the grounding stage placed below
 `min_score` is never added. A well-formed empty list declines the question. When the call fails, or its reply is
 malformed, empty or out of range, the offline decision stands and the cause is logged. The judge is handed the
 call itself (`generate`: messages and a token budget to the whole reply), not a writer: the engine builds it from
@@ -19,13 +19,11 @@ import json
 import logging
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from llama_index.core.llms import ChatMessage
-from llama_index.core.postprocessor.types import BaseNodePostprocessor
-from llama_index.core.prompts.mixin import PromptDictType
-from llama_index.core.schema import NodeWithScore, QueryBundle
-from pydantic import ConfigDict
+from llama_index.core.prompts import PromptTemplate
+from llama_index.core.schema import NodeWithScore
 
 from rag_bot.errors import WriterUnavailable
 from rag_bot.grounding.decide import ASK_PAPERS, COMPARE_PAPERS
@@ -78,22 +76,19 @@ def parse_relevant(reply: str, count: int) -> list[int] | None:
     return numbers
 
 
-class RelevanceJudge(BaseNodePostprocessor):
-    """After grounding, with an LLM writer: one call decides which candidate papers become the sources (the query's
-    `Grounding` is replaced); the grounding stage's sources stand when the call or its reply fails."""
+@dataclass
+class RelevanceJudge:
+    """After grounding, with an LLM writer: one call decides which candidate papers become the sources (it returns
+    the judged `Grounding`); the grounding stage's decision stands when the call or its reply fails."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
     generate: Generate
     settings: Settings
     max_candidates: int = JUDGE_CANDIDATES
     abstract_chars: int = JUDGE_ABSTRACT_CHARS
     max_tokens: int = JUDGE_MAX_TOKENS
 
-    @classmethod
-    def class_name(cls) -> str:
-        return "RelevanceJudge"
-
-    def _get_prompts(self) -> PromptDictType:
+    def get_prompts(self) -> dict[str, PromptTemplate]:
+        """The prompt this step sends, by name (as llama-index's prompt mixin names them)."""
         return {"relevance": RELEVANCE_TEMPLATE}
 
     def eligible(self, node: NodeWithScore) -> bool:
@@ -123,21 +118,19 @@ class RelevanceJudge(BaseNodePostprocessor):
         mode_limit = {"ask": ASK_PAPERS, "compare": COMPARE_PAPERS}.get(query.mode, self.settings.answer_papers)
         return max(marked, mode_limit)
 
-    def _postprocess_nodes(
-        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
-    ) -> list[NodeWithScore]:
-        if not isinstance(query_bundle, PaperQuery):
-            raise TypeError("the relevance judge needs a PaperQuery (the question, its mode and paper limit)")
-        grounding = query_bundle.grounding
-        if grounding is None:
-            raise TypeError("the relevance judge runs after the grounding stage")
+    def review(self, query_bundle: PaperQuery, nodes: list[NodeWithScore], grounding: Grounding) -> Grounding:
+        """The grounding decision after the model has judged its candidates (`nodes`: grounding's ranking): the
+        papers it judged relevant become the sources; the decision stands when the call fails or nothing is to be
+        judged (a tentative or declined answer, or only named papers)."""
+        if grounding.certainty != "confident":
+            return grounding  # nothing is claimed of a tentative answer's papers: nothing to judge
         marked = self.marked(nodes, grounding)
         candidates, may_add = self.candidates(nodes, marked)
         if not marked or all(scored_paper(n).named for n in candidates):
-            return nodes  # declined, or only named papers: nothing to judge
+            return grounding  # only named papers: nothing to judge
         chosen = self.judge(query_bundle, candidates)
         if chosen is None:
-            return nodes  # the offline decision stands
+            return grounding  # the offline decision stands
         relevant = [n for i, n in enumerate(candidates, start=1) if i in chosen or scored_paper(n).named]
         sources: list[NodeWithScore] = []
         if relevant:  # else the model found none relevant, in a well-formed reply: the question is declined
@@ -149,11 +142,13 @@ class RelevanceJudge(BaseNodePostprocessor):
                 marked_ids = {n.node.node_id for n in marked}
                 added = [n for n in relevant if n.node.node_id not in marked_ids]
                 sources += added[: max(0, self._limit(query_bundle, len(marked)) - len(sources))]
-        query_bundle.grounding = replace(grounding, grounded=grounding.grounded and bool(sources),
-                                         sources=[scored_paper(n) for n in sources])
+        kept = {n.node.node_id for n in sources}
+        judged = replace(grounding, certainty="confident" if sources else "none",
+                         sources=[scored_paper(n) for n in sources],
+                         related=[p for p in grounding.related if p.paper.doc_id not in kept] if sources else [])
         log.info("relevance judge: %d of %d candidates relevant; %d sources (grounding had %d)", len(chosen),
                  len(candidates), len(sources), len(marked))
-        return nodes
+        return judged
 
     def judge(self, query: PaperQuery, candidates: list[NodeWithScore]) -> set[int] | None:
         """The numbers (1-based) of the candidates the model judges relevant; None when the call fails or its

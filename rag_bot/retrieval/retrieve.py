@@ -24,6 +24,7 @@ from rag_bot.nodes import PaperQuery, paper_node
 from rag_bot.retrieval.lexical import LexicalCache
 from rag_bot.retrieval.lexical.columns import Allowed, Columns
 from rag_bot.retrieval.names import NAME_TOKEN, NameIndex, Usage, is_distinctive
+from rag_bot.retrieval.spelling import Correction, Spelling
 from rag_bot.settings import Settings
 from rag_bot.store.index import PaperIndex
 from rag_bot.text import normalize_name
@@ -83,6 +84,7 @@ class Snapshot:
     df: Mapping[str, int] = field(default_factory=dict)  # stemmed word -> papers holding it
     rows: Mapping[str, int] = field(default_factory=dict)  # doc_id -> its row in `ids` and `columns`
     columns: Columns | None = None  # the papers' filterable fields
+    spelling: Spelling | None = None  # the papers' words as written, for correcting a question's spelling
 
     def idf(self, term: str) -> float:
         """Inverse document frequency of a stemmed word."""
@@ -182,6 +184,7 @@ class PaperRetriever(BaseRetriever):
         self._snapshot = Snapshot(
             papers=lexicon.papers, ids=lexicon.ids, chunks=lexicon.chunks, names=NameIndex(by_key=lexicon.names),
             bm25=lexicon.bm25, doc_terms=lexicon.doc_terms, df=lexicon.df, rows=lexicon.rows, columns=lexicon.columns,
+            spelling=lexicon.spelling,
         )
         log.info("retriever loaded %d papers (%d chunks) from the %s lexicon", len(lexicon.ids),
                  self._snapshot.chunks, lexicon.origin)
@@ -195,6 +198,12 @@ class PaperRetriever(BaseRetriever):
     def columns(self) -> Columns | None:
         """The collection's filterable fields as arrays (rag_bot/retrieval/lexical/columns.py)."""
         return self._snapshot.columns
+
+    def corrected(self, question: str) -> Correction | None:
+        """The question with the words neither the collection nor English knows corrected to the collection's
+        nearest (rag_bot/retrieval/spelling.py), or None when there is none to correct (or no lexicon)."""
+        spelling = self._snapshot.spelling
+        return spelling.correct(question) if spelling is not None and self.settings.spelling else None
 
     def _dense(
         self, snap: Snapshot, question: str, k: int, embedding: list[float] | None = None,

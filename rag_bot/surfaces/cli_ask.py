@@ -8,6 +8,7 @@ import logging
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
+from rag_bot import answer_words as words
 from rag_bot.errors import EmptyQuestionError, NoIndexError, QuestionError, StoreError
 from rag_bot.question import checked_question, clean_question
 from rag_bot.reading.files import ANSI_ESCAPE, clean_text
@@ -200,6 +201,8 @@ def _stream_answer(engine: Engine, question: str, mode: Mode | None, out: TextIO
         out.write("\n\n---\n" if text else "")
         out.write(clean_text(answer.answer))
     out.write("\n")
+    if answer.searched_for:
+        out.write("\n" + words.SEARCHED_FOR.format(question=clean_text(answer.searched_for)) + "\n")
     print_sources(answer, out)
     out.flush()
     return answer

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from rag_bot import answer_words as words
 from rag_bot.reading.files import clean_text
 
 if TYPE_CHECKING:
@@ -16,15 +17,22 @@ if TYPE_CHECKING:
 
 
 def print_answer(answer: Answer, out: TextIO) -> None:
+    """An answer as the CLI prints it: the text, its certainty, its sources."""
+    if answer.searched_for:
+        out.write(words.SEARCHED_FOR.format(question=clean_text(answer.searched_for)) + "\n\n")
     out.write(clean_text(answer.answer) + "\n")  # a model's (or an import's) terminal escapes never reach the terminal
     print_sources(answer, out)
 
 
 def print_sources(answer: Answer, out: TextIO) -> None:
+    """The answer's certainty in words, then its sources, each with its probability and quote."""
+    out.write("\n" + words.certainty_line(answer.certainty) + "\n")
     if answer.citations:
         out.write("\nSources:\n")
         for c in answer.citations:
-            out.write(clean_text(f"[{c.n}] {c.title} ({c.doc_id}, {c.source})\n    “{c.quote}”") + "\n")
+            probability = words.probability_text(c.probability)
+            where = f"{c.doc_id}, {c.source}" + (f", {probability}" if probability else "")
+            out.write(clean_text(f"[{c.n}] {c.title} ({where})\n    “{c.quote}”") + "\n")
 
 
 def fail(message: str, code: int = 1) -> int:

@@ -20,7 +20,7 @@ from rag_bot.errors import EmptyQuestionError, NoIndexError, QuestionError, Stor
 from rag_bot.question import checked_question
 from rag_bot.surfaces.access import Door
 from rag_bot.text import clean_markup
-from rag_bot.types import Citation, Filters
+from rag_bot.types import Certainty, Citation, Filters
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -66,8 +66,11 @@ class AskResult(BaseModel):
     question: str
     mode: str
     answer: str = Field(description="The answer with [n] markers, followed by a References list.")
-    grounded: bool = Field(description="False when rag-bot declined for lack of evidence.")
-    citations: list[Citation]
+    grounded: bool = Field(description="False when rag-bot declined for lack of evidence (certainty none).")
+    certainty: Certainty = Field(description="confident: the collection answers this; tentative: the closest papers "
+                                 "may answer it (check them); none: nothing is close.")
+    citations: list[Citation] = Field(description="The sources, each with grounding's probability that it belongs "
+                                      "to the answer.")
     notice: str | None = None
 
 
@@ -166,8 +169,10 @@ def build_mcp(engine: EngineView) -> MCPServer:
     @server.tool(
         description="A cited answer from the collection: the text keeps [n] markers and ends with a References "
         "list; citations gives each source's doc_id, title and supporting quote. mode: auto (detected from the "
-        "question), ask, summary (of the papers on a topic) or compare. grounded is false when the collection "
-        "does not cover the question (the answer then says so instead of guessing)."
+        "question), ask, summary (of the papers on a topic) or compare. certainty says how sure it is: confident "
+        "(the collection answers this), tentative (the closest papers may: tell the user to check them), none "
+        "(nothing is close: the answer says so instead of guessing; grounded is then false). Each citation's "
+        "probability is how likely that paper belongs to the answer."
     )
     def ask(question: str, mode: Literal["auto", "ask", "summary", "compare"] = "auto", venue: str | None = None,
             year: str | int | None = None, author: str | None = None, source: str | None = None) -> AskResult:
@@ -185,6 +190,7 @@ def build_mcp(engine: EngineView) -> MCPServer:
                      for c in answer.citations]
         return AskResult(question=markdown_safe(answer.question), mode=answer.mode,
                          answer=markdown_safe(answer.answer + references(answer)), grounded=answer.grounded,
+                         certainty=answer.certainty,
                          citations=citations, notice=answer.notice and markdown_safe(answer.notice))
 
     @server.tool(description="The abstract and metadata of one paper, by its doc_id (from search_papers or ask).")
@@ -218,7 +224,8 @@ def build_mcp(engine: EngineView) -> MCPServer:
     def summarize_area(topic: str) -> str:
         return (f"Summarize what the paper collection says about {topic}. Call the ask tool with mode 'summary' and "
                 "the question 'Summarize the work on " + topic + "', then report its answer with the [n] markers "
-                "and References as they are. If it is not grounded, say the collection does not cover the topic.")
+                "and References as they are. If its certainty is tentative, say the papers may be related and should be "
+                "checked; if none, say the collection does not cover the topic.")
 
     @server.prompt(name="compare_papers", description="A side-by-side comparison of papers of the collection.")
     def compare_papers(papers: str) -> str:

@@ -135,13 +135,16 @@ def references(answer: Answer) -> str:
 
 
 def extension(answer: Answer) -> dict[str, object]:
-    """The `rag_bot` extension field: the JSON contract's citations, grounded and retrieved, the mode, a notice;
+    """The `rag_bot` extension field: the JSON contract's citations (each with its probability), certainty, grounded
+    and retrieved, the mode, a notice;
     their titles, quotes and notice made safe for Markdown clients, any url http(s) only (`rag_bot.sanitize`)."""
     from rag_bot.sanitize import markdown_safe, safe_fields
 
     return {
         "citations": [safe_fields(c.model_dump()) for c in answer.citations],  # as in the JSON contract
         "grounded": answer.grounded,
+        "certainty": answer.certainty,
+        "searched_for": markdown_safe(answer.searched_for) if answer.searched_for else None,
         "retrieved": [safe_fields(r) for r in answer.retrieved],
         "mode": answer.mode,
         "llm": answer.llm,

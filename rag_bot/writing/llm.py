@@ -156,7 +156,8 @@ class LLMComposer(PaperSynthesizer):
         return rewritten if 3 <= len(rewritten) <= 500 else None
 
     # --- writing ----------------------------------------------------------------------------------------
-    def write(self, question: str, mode: Mode, sources: Sequence[ScoredPaper], stream: bool) -> Iterator[str | Answer]:
+    def write(self, question: str, mode: Mode, sources: Sequence[ScoredPaper], stream: bool,
+              related: int = 0) -> Iterator[str | Answer]:
         """The model's checked text as it arrives (deltas), then the checked `Answer`."""
         papers = [s.paper for s in sources]
         checker = CitationChecker(len(papers))

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from rag_bot import answer_words as words
 from rag_bot.question import asks_for_number, topic_query
 from rag_bot.settings import Settings
 from rag_bot.store.sentences import SentenceIndex
@@ -76,19 +77,21 @@ class OfflineComposer(PaperSynthesizer):
         """Always "offline"."""
         return "offline"
 
-    def write(self, question: str, mode: Mode, sources: Sequence[ScoredPaper], stream: bool) -> Iterator[str | Answer]:
+    def write(self, question: str, mode: Mode, sources: Sequence[ScoredPaper], stream: bool,
+              related: int = 0) -> Iterator[str | Answer]:
         """The whole answer at once, streamed in word-sized deltas (`stream` changes nothing here)."""
-        answer = self.compose(question, mode, sources)
+        answer = self.compose(question, mode, sources, related)
         yield from word_deltas(answer.answer)
         yield answer
 
-    def compose(self, question: str, mode: Mode, sources: Sequence[ScoredPaper]) -> Answer:
-        """A cited answer from the sources (at least one)."""
+    def compose(self, question: str, mode: Mode, sources: Sequence[ScoredPaper], related: int = 0) -> Answer:
+        """A cited answer from the sources (at least one); a summary's opening counts the `related` papers listed
+        after it."""
         citer = _Citer()
         if mode == "compare":
             text = self._compare(question, sources, citer)
         elif mode == "summary":
-            text = self._summary(question, sources, citer)
+            text = self._summary(question, sources, citer, related)
         else:
             text = self._ask(question, sources, citer)
         return Answer(question=question, mode=mode, answer=text, grounded=True, citations=citer.citations,
@@ -154,10 +157,10 @@ class OfflineComposer(PaperSynthesizer):
                 quote, shown = self._quoted(paper, sentences[0][1])
                 others.append(f"- **{clean_markup(paper.paper.title)}**: {shown} {citer.cite(paper.paper, quote)}")
         if others:
-            parts.append("Other papers in the collection bear on this:\n" + "\n".join(others))
+            parts.append(words.OTHER_PAPERS + "\n" + "\n".join(others))
         return "\n\n".join(parts)
 
-    def _summary(self, question: str, papers: Sequence[ScoredPaper], citer: _Citer) -> str:
+    def _summary(self, question: str, papers: Sequence[ScoredPaper], citer: _Citer, related: int = 0) -> str:
         # The most central papers are summarised by theme; the others on the topic are listed after them.
         central, rest = list(papers[: self.settings.answer_papers]), list(papers[self.settings.answer_papers:])
         scored = self._scored_sentences(question, list(papers))
@@ -174,16 +177,10 @@ class OfflineComposer(PaperSynthesizer):
             quote, shown = self._quoted(paper, sentence)
             lines[paper.paper.doc_id] = f"- **{clean_markup(paper.paper.title)}**: {_trim(shown)} {{cite}}"
             quotes[paper.paper.doc_id] = quote  # the quote is always the whole (cleaned) sentence
-        n = len(papers)
         themes = self.themes.group(question, central)
         headed = any(label for label, _ in themes)
-        if rest:
-            grouped = "are grouped by theme below" if headed else "come first"
-            opening = (f"{n} papers in the collection are on this; the {len(central)} most central {grouped}, "
-                       f"the other {len(rest)} are listed after them.")
-        else:
-            opening = (f"The collection holds {n} paper{'s' if n != 1 else ''} on this"
-                       + (", grouped by theme below." if headed else ":"))
+        arrangement = ("central " if rest else "") + ("themes" if headed else "plain")
+        opening = words.summary_opening(len(papers), related, arrangement, len(central), len(rest))
         blocks = [opening]
         for label, members in themes:
             rows = [lines[p.paper.doc_id].replace("{cite}", citer.cite(p.paper, quotes[p.paper.doc_id]))
@@ -191,15 +188,14 @@ class OfflineComposer(PaperSynthesizer):
             blocks.append((f"**{label}**\n" if label else "") + "\n".join(rows))
         if rest:
             rows = [f"- {clean_markup(p.paper.title)} {citer.cite(p.paper, quotes[p.paper.doc_id])}" for p in rest]
-            blocks.append("**Also on this topic**\n" + "\n".join(rows))
+            blocks.append(words.ALSO_ON_TOPIC + "\n" + "\n".join(rows))
         return "\n\n".join(blocks)
 
     def _compare(self, question: str, papers: Sequence[ScoredPaper], citer: _Citer) -> str:
         named = [p for p in papers if p.named]
         if len(papers) == 1:  # nothing to compare it with: say so, and describe the one paper
             only = papers[0]
-            return ("Only one paper in the collection is on this, so there is nothing to compare it with. "
-                    + self._ask(question, [only], citer))
+            return words.COMPARE_ONLY_ONE + self._ask(question, [only], citer)
         chosen = papers
         scored = self._scored_sentences(question, chosen)
         header = "| | " + " | ".join(f"**{_cell(clean_markup(p.paper.title))}**" for p in chosen) + " |"
@@ -243,8 +239,7 @@ class OfflineComposer(PaperSynthesizer):
                 cite = citer.cite(paper.paper, self._quoted(paper, pick["Approach"])[0])
                 cells.append(f"{_cell(_trim(sentence))} {cite}" if sentence else "—")
             rows.append(f"| **{row}** | " + " | ".join(cells) + " |")
-        intro = "Side by side, as their abstracts describe them:"
+        intro = words.COMPARE_INTRO
         if len(named) < 2 and len(chosen) >= 2:
-            intro = (f"The question names fewer than two papers; these {len(chosen)} papers of the collection are on "
-                     f"its topic:")
+            intro = words.COMPARE_UNNAMED.format(count=len(chosen))
         return intro + "\n\n" + "\n".join(rows)

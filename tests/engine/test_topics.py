@@ -7,6 +7,8 @@ import re
 
 import pytest
 
+from rag_bot import answer_words
+
 # How a newcomer asks: polite, roundabout, about papers or work or research, as a request or a question.
 FRAMES = [
     "Are there papers that use {}?",
@@ -38,7 +40,9 @@ ABSENT = ["baking bread", "coral reef bleaching", "medieval tax records", "wind 
           "sourdough fermentation", "volcanic ash dispersion", "tomato plant pruning", "predicting wine quality",
           "honey bee colony collapse", "ancient pottery dating"]
 # The two refusals: one topic declined, or a join of concepts none of which the collection holds.
-QUOTED = re.compile(r"does not seem to cover \u201c(.*?)\u201d|^No paper in the collection covers (.*?)\.(?: |$)")
+# The refusals' templates (rag_bot/answer_words.py) as patterns capturing the topic they quote.
+QUOTED = re.compile(re.escape(answer_words.NOT_COVERED.split("{what}")[0]) + "\u201c(.*?)\u201d|^"
+                    + re.escape(answer_words.LACKS_ALL.split("{lacking}")[0]) + r"(.*?)\.(?: |$)")
 
 
 def words(text: str) -> set[str]:
@@ -68,7 +72,7 @@ def refusal_problem(engine, frame: str, topic: str) -> str:
 PAIRS = [(frame, ABSENT[(2 * n + k) % len(ABSENT)]) for n, frame in enumerate(FRAMES) for k in (0, 1)]
 
 
-UNQUOTED = "The collection does not seem to cover this:"
+UNQUOTED = answer_words.NOT_COVERED.format(what=answer_words.NOT_COVERED_THIS).split(":")[0] + ":"
 
 
 def test_a_refusal_quotes_the_topic_and_none_of_the_words_it_was_asked_with(engine):
@@ -100,8 +104,8 @@ def test_a_refusal_quotes_the_topic_and_none_of_the_words_it_was_asked_with(engi
     ],
 )
 def test_what_is_missing_is_said_in_the_topics_words(engine, question, says, leftover):
-    first = engine.ask(question).answer.split("\n")[0].split(" The nearest topics")[0]
-    assert first.startswith(("No paper in the collection", "The collection does not seem to cover")), first
+    first = engine.ask(question).answer.split("\n")[0].split(answer_words.NEAREST_TOPICS.split("{titles}")[0])[0]
+    assert first.startswith(answer_words.MISSING_OPENINGS), first
     for phrase in says:
         assert phrase in first, first
     for word in leftover:

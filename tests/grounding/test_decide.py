@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 
 from rag_bot.grounding import relevance
+from rag_bot.grounding.certainty import CertaintyModel
+from rag_bot.grounding.certainty import load as load_certainty
 from rag_bot.grounding.decide import ASK_PAPERS, COMPARE_PAPERS, ground, missing_part
 from rag_bot.grounding.relevance import FEATURES, RelevanceModel, Topic, Weights, signals
 from rag_bot.types import Missing, Paper, ScoredPaper
@@ -133,6 +135,74 @@ def test_a_comparison_takes_its_named_papers_or_two_sides():
     assert len(ground(papers, probs, "compare", MODEL).sources) == COMPARE_PAPERS
 
 
+# The certainty model's cuts (rag_bot/grounding/certainty.py), round: confident from 0.6, tentative from 0.2; a
+# summary lists as possibly related the papers from 0.3 under its source cut.
+CUTS = {"ask": {"confident": 0.6, "tentative": 0.2}, "area": {"confident": 0.6, "tentative": 0.2, "related": 0.3}}
+
+
+def graded() -> CertaintyModel:
+    return CertaintyModel(ask=_SIMILARITY, area=_SIMILARITY, cuts=CUTS)
+
+
+@pytest.mark.parametrize(("covered", "certainty"), [(0.61, "confident"), (0.6, "confident"), (0.59, "tentative"),
+                                                    (0.2, "tentative"), (0.19, "none")])
+def test_the_questions_probability_against_the_two_cuts_gives_the_certainty(covered, certainty):
+    for mode in ("ask", "summary", "compare"):
+        assert graded().certainty(covered, mode, 3000) == certainty
+    assert graded().certainty(0.5, "ask", 3000, confident_cut=0.4) == "confident", "a setting overrides the cut"
+
+
+@pytest.mark.parametrize("certainty", ["confident", "tentative", "none"])
+def test_grounding_carries_the_certainty_it_is_given(certainty):
+    papers, probs = ranked(0.7, 0.1)
+    decision = ground(papers, probs, "ask", MODEL, certainty=certainty)
+    assert decision.certainty == certainty and decision.grounded is (certainty != "none")
+
+
+def test_the_certainty_model_reads_the_questions_best_evidence():
+    from rag_bot.grounding.certainty import QUESTION_FEATURES, question_signals
+
+    rows = np.zeros((3, len(FEATURES)))
+    rows[:, FEATURES.index("similarity")] = [0.2, 0.7, 0.4]
+    signals = question_signals(rows, np.array([0.1, 0.3, 0.2]))
+    assert len(signals) == len(QUESTION_FEATURES) and signals[0] == 0.3 and signals[1] == 0.7
+    shipped = load_certainty()
+    for mode in ("ask", "summary"):
+        closer = shipped.covered(signals + 0.2, mode)
+        assert 0 < shipped.covered(signals, mode) < closer < 1, "closer evidence, likelier answered"
+        for size in (38, 3000, 22000):  # fitted per size, tentative under confident
+            assert 0.0 < shipped.cut(mode, "tentative", size) <= shipped.cut(mode, "confident", size) < 1.0
+    assert shipped.provenance.script == "bench/fit/certainty.py" and shipped.measured, "the measurement that chose them"
+
+
+def test_a_tentative_answer_shows_the_closest_papers_most_probable_first():
+    from rag_bot.grounding.decide import TENTATIVE_PAPERS
+
+    papers, probs = ranked(0.3, 0.5, 0.25, 0.22, 0.21)
+    decision = ground(papers, probs, "ask", MODEL, certainty="tentative")
+    assert decision.certainty == "tentative" and decision.missing is None
+    assert ids(decision.sources) == ["p1", "p0", "p2"][:TENTATIVE_PAPERS]
+    summary = ground(papers, probs, "summary", MODEL, certainty="tentative", related_cut=0.3)
+    assert ids(summary.sources) == ["p1", "p0"], "a summary's: those a confident one would list, from the related cut"
+
+
+def test_a_summary_lists_papers_under_its_source_cut_as_possibly_related_never_more_than_ten():
+    from rag_bot.grounding.decide import RELATED_LIMIT
+
+    papers, probs = ranked(0.9, 0.7, 0.5, 0.35, 0.29, 0.1)
+    decision = ground(papers, probs, "summary", MODEL, certainty="confident", related_cut=0.3)
+    assert ids(decision.sources) == ["p0", "p1"] and ids(decision.related) == ["p2", "p3"]
+    many, probs = ranked(0.9, *([0.4] * 30))
+    assert len(ground(many, probs, "summary", MODEL, certainty="confident", related_cut=0.3).related) == RELATED_LIMIT
+    assert ground(many, probs, "summary", MODEL, max_papers=3, certainty="confident", related_cut=0.3).related == [], \
+        "a paper limit lists only the close"
+
+
+def test_a_named_paper_is_confident_whatever_its_probability():
+    papers, probs = ranked(0.01, 0.02, named=(0,))
+    assert ground(papers, probs, "ask", MODEL, certainty="none").certainty == "confident"
+
+
 def test_nothing_retrieved_is_declined():
     decision = ground([], [], "summary", MODEL)
     assert not decision.grounded and decision.evidence == 0.0
@@ -164,7 +234,7 @@ def test_grounding_a_declined_join_cites_the_closest_paper_of_each_part():
     sae = paper("sae", "We train sparse autoencoders on language model activations.")
     vit = paper("vit", "We prune vision transformers for image classification.")
     decision = ground([sae, vit], [0.3, 0.2], "summary", MODEL, topic="sparse autoencoders for vision transformers")
-    assert decision.grounded and ids(decision.sources) == ["sae", "vit"]
+    assert decision.certainty == "none" and ids(decision.sources) == ["sae", "vit"], "cited as the closest on each part"
     assert decision.missing == Missing(held=("sparse autoencoders", "vision transformers"))
 
 

@@ -75,8 +75,8 @@ def test_the_reply_is_parsed_strictly(reply, expected):
 
 # --- through the engine ----------------------------------------------------------------------------------------
 def test_the_judge_runs_only_for_an_llm_writer(engine, llm_engine):
-    assert not any(isinstance(p, RelevanceJudge) for p in engine.query_engine._node_postprocessors)
-    assert any(isinstance(p, RelevanceJudge) for p in llm_engine().query_engine._node_postprocessors)
+    assert engine.judge is None
+    assert isinstance(llm_engine().judge, RelevanceJudge)
 
 
 def test_the_model_drops_an_off_topic_source_in_one_bounded_call(llm_engine, stub):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from rag_bot import answer_words as words
 from rag_bot.types import Filters, Paper
 
 
@@ -75,12 +76,12 @@ def test_a_filter_limits_retrieval_inside_the_store(mixed):
 
 def test_the_answer_states_its_filter_and_a_filter_matching_nothing_answers_nothing(mixed):
     answer = mixed.ask("What does SteerX improve?", filters=Filters.parse(venue="neurips"))
-    assert answer.answer.startswith("_Searched only the papers matching venue neurips (1 of 40)._")
+    assert answer.answer.startswith(f"_{words.FILTER_NOTE.format(filters='venue neurips', matching=1, total=40)}_")
     assert [c.doc_id for c in answer.citations] == ["old-steer"]
     assert answer.to_json()["filters"]["venue"] == "neurips"
     none = mixed.ask("What does SteerX improve?", filters=Filters.parse(year="2030"))
     assert not none.grounded and none.citations == [] and none.retrieved == []
-    assert "No paper in the collection matches year 2030" in none.answer
+    assert words.NO_PAPER_MATCHES_FILTER.format(filters="year 2030") in none.answer
     assert "filters" not in mixed.ask("What does SteerX improve?").to_json()
 
 

@@ -16,6 +16,7 @@ import httpx
 import openai
 import pytest
 
+from rag_bot import answer_words as words
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.slow
@@ -180,7 +181,7 @@ def test_filters_travel_in_the_rag_bot_extension(client):
     matching = client.chat.completions.create(
         model="rag-bot", messages=[{"role": "user", "content": QUESTION}],
         extra_body={"rag_bot": {"filters": {"venue": "icml", "year": "2026"}}})
-    assert "Searched only the papers matching venue icml, year 2026" in (matching.choices[0].message.content or "")
+    assert words.FILTER_NOTE.split("{filters}")[0] + "venue icml, year 2026" in (matching.choices[0].message.content or "")
     assert matching.model_extra["rag_bot"]["grounded"]
     nothing = client.chat.completions.create(
         model="rag-bot", messages=[{"role": "user", "content": QUESTION}],

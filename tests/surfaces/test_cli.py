@@ -17,8 +17,9 @@ from tests.conftest import SEEDS, paper_with, run_main
 
 BIN = Path(sys.executable).parent
 RAG_BOT = str(BIN / "rag-bot")
-JSON_KEYS = {"question", "mode", "answer", "grounded", "citations", "retrieved", "llm", "timings_ms"}
-CITATION_KEYS = {"n", "doc_id", "title", "source", "quote", "support"}
+JSON_KEYS = {"question", "mode", "answer", "grounded", "certainty", "citations", "retrieved", "searched_for", "llm",
+             "timings_ms"}
+CITATION_KEYS = {"n", "doc_id", "title", "source", "quote", "support", "probability", "related"}
 
 
 def _env(storage: Path) -> dict[str, str]:

@@ -26,8 +26,9 @@ from rag_bot.writing.offline import OfflineComposer
 from tests.conftest import free_port
 from tests.openai_stub import Reply, StubOpenAI, is_rewrite, source_titles, user_prompt
 
-JSON_KEYS = {"question", "mode", "answer", "grounded", "citations", "retrieved", "llm", "timings_ms"}
-CITATION_KEYS = {"n", "doc_id", "title", "source", "quote", "support"}
+JSON_KEYS = {"question", "mode", "answer", "grounded", "certainty", "citations", "retrieved", "searched_for", "llm",
+             "timings_ms"}
+CITATION_KEYS = {"n", "doc_id", "title", "source", "quote", "support", "probability", "related"}
 CORRSTEER = "what does CorrSteer gain on HarmBench?"
 
 
@@ -118,7 +119,7 @@ def test_out_of_range_missing_and_duplicate_citations_are_fixed(llm_engine, stub
                           f"Claim five [0].")
 
     stub.default = reply
-    question = "Summarize the work on quantizing or compressing LLM weights."
+    question = "Summarize the work on quantization"  # answered confidently: the model writes it
     for streaming in (True, False):
         stub.requests.clear()
         answer = stream_events(e, question, mode="summary")[1] if streaming else e.ask(question, mode="summary")
@@ -331,7 +332,7 @@ def test_the_whole_dev_set_keeps_the_contract_and_citation_integrity(llm_engine,
             assert answer.notice and "pointing to no source" in answer.notice
             assert {c.doc_id for c in answer.citations} <= {str(r["doc_id"]) for r in answer.retrieved}
         else:
-            assert not answer.grounded, "only refusals skip the model"
+            assert answer.certainty != "confident", "only tentative answers and refusals skip the model"
     answerable = sum(1 for q in questions if q.kind != "unanswerable")
     assert written >= 0.9 * answerable, "the model writes the answers (the offline rule declines only refusals)"
 
@@ -365,7 +366,7 @@ def test_cli_streams_the_llm_answer_and_keeps_json_and_notices_apart(stub, seed_
 
 def test_a_claim_cited_to_the_wrong_source_is_flagged_as_weakly_supported(llm_engine, stub, engine):
     e = llm_engine()
-    question = "Summarize the work on quantizing or compressing LLM weights."
+    question = "Summarize the work on quantization"  # answered confidently: the model writes it
 
     def sources_of(body: dict) -> list[str]:
         return re.findall(r"Abstract: (.*)\n</source>", user_prompt(body))

@@ -23,7 +23,8 @@ from rag_bot.settings import Settings
 from rag_bot.types import Answer
 from rag_bot.writing.local_llm import LocalModelError, check_gguf, local_server, stop_all, xllamacpp_installed
 
-JSON_KEYS = {"question", "mode", "answer", "grounded", "citations", "retrieved", "llm", "timings_ms"}
+JSON_KEYS = {"question", "mode", "answer", "grounded", "certainty", "citations", "retrieved", "searched_for", "llm",
+             "timings_ms"}
 QUESTION = "what does CorrSteer gain on HarmBench?"
 
 

@@ -1,5 +1,6 @@
 """The lexical cache's build: every stored paper read once, a page at a time, into the cache's files (the papers'
-records, the word ids of each paper, BM25's matrix, the filter columns, the id table and the name table).
+records, the word ids of each paper, BM25's matrix, the filter columns, the id table, the name table and the
+words as written, for spelling).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from rag_bot.retrieval.lexical.columns import Columns
 from rag_bot.retrieval.lexical.papers import RecordWriter
 from rag_bot.retrieval.lexical.rows import IdTable
 from rag_bot.retrieval.names import name_table
+from rag_bot.retrieval.spelling import SpellingCounts
 from rag_bot.store.base import StoreState
 from rag_bot.store.index import PaperIndex
 from rag_bot.text import clean_markup
@@ -70,11 +72,13 @@ def write(index: PaperIndex, stemmer: Any, state: StoreState, folder: Path, cach
     vocab: dict[str, int] = {}
     pages = _Pages()
     names: dict[str, list[tuple[str, str]]] = {}
+    spelling = SpellingCounts()
     with open(folder / "records.bin", "wb") as blob:
         records = RecordWriter(blob)
 
         def flush(batch: list[Paper]) -> None:
             corpus = [f"{p.title} {' '.join(p.aliases)} {clean_markup(p.text)}" for p in batch]
+            spelling.add(corpus)
             got = bm25s.tokenize(corpus, stopwords="en", stemmer=stemmer, show_progress=False)
             remap = np.zeros(len(got.vocab), dtype=np.int32)
             for word, i in got.vocab.items():
@@ -115,6 +119,7 @@ def write(index: PaperIndex, stemmer: Any, state: StoreState, folder: Path, cach
     np.save(folder / "counts.npy", np.bincount(indices, minlength=len(words)).astype(np.int32))
     columns.save(folder)
     (folder / "vocab.json").write_text(json.dumps(words, ensure_ascii=False), encoding="utf-8")
+    spelling.save(folder)
     IdTable.build(ids).save(folder)
     (folder / "meta.json").write_text(json.dumps({"papers": len(ids), "names": names, "chunks": state["chunks"],
                                                   "format": cache_format}, ensure_ascii=False), encoding="utf-8")

@@ -21,6 +21,7 @@ from rag_bot.retrieval.lexical import build
 from rag_bot.retrieval.lexical.columns import Columns
 from rag_bot.retrieval.lexical.papers import PaperRecords, RecordReader
 from rag_bot.retrieval.lexical.rows import ByRow, IdTable
+from rag_bot.retrieval.spelling import Spelling
 from rag_bot.store.base import StoreState
 from rag_bot.store.caches import DerivedCache
 from rag_bot.store.index import PaperIndex
@@ -29,8 +30,9 @@ from rag_bot.types import Paper
 log = logging.getLogger(__name__)
 
 # Bump the format when what is saved (or how BM25 tokenises) changes (2: identifiers, 3: filter columns, 4: id table,
-# 5: records compressed, papers.py; 6: titles' names in the name table, rag_bot/retrieval/names.py).
-LEXICAL = DerivedCache("lexicon", format=6)
+# 5: records compressed, papers.py; 6: titles' names in the name table, rag_bot/retrieval/names.py; 7: the words as
+# written, rag_bot/retrieval/spelling.py).
+LEXICAL = DerivedCache("lexicon", format=7)
 # np.load reads each array's header with ast.literal_eval. On Python 3.11.7 and older, AST construction in two
 # threads at once can fail ("SystemError: AST constructor recursion depth mismatch", CPython gh-106905, fixed in
 # 3.11.8): questions asked while an ingest reloads the lexicon load or build it together, so they take turns.
@@ -87,6 +89,7 @@ class Lexicon:
     origin: str = "empty"  # cache | built | empty
     rows: Mapping[str, int] = field(default_factory=dict)  # doc_id -> row of every array
     columns: Columns | None = None  # the papers' filterable fields (columns.py)
+    spelling: Spelling | None = None  # the words as the papers write them (rag_bot/retrieval/spelling.py)
 
 
 class LexicalCache:
@@ -173,4 +176,5 @@ class LexicalCache:
             ids=ids, papers=PaperRecords(ids, blob, offsets, rows, records), names=names, bm25=bm25,
             doc_terms=DocTerms(ids, vocab, indptr, indices, rows), df=DocFreq(term_ids, counts),
             chunks=state["chunks"], origin="cache", rows=rows, columns=Columns.load(folder),
+            spelling=Spelling.load(folder),
         )

@@ -48,6 +48,7 @@ CSS = """
 .src-abstract { font-size: 0.9em; line-height: 1.45; }
 .src-abstract mark { background: #ffe58a; color: inherit; padding: 0 1px; }
 a.cite { text-decoration: none; font-weight: 600; }
+.certainty { margin: 0 0 6px; font-size: 0.9em; }
 .turn-sources > summary { cursor: pointer; font-weight: 600; margin-top: 6px; }
 /* Answer tables (the comparison): Gradio's Markdown wraps with overflow-wrap:anywhere, so at 1,440 px a column
    shrank until its row labels broke inside words ("App/roa/ch"); here a word breaks only when alone it is wider

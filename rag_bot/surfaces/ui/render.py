@@ -13,10 +13,11 @@ from functools import lru_cache
 from itertools import islice
 from typing import Any
 
+from rag_bot import answer_words as words
 from rag_bot.sanitize import html_safe, markdown_safe, safe_url
 from rag_bot.surfaces.collection_map import CollectionMap
 from rag_bot.text import clean_markup, mask_credentials, split_sentences
-from rag_bot.types import Answer, Mode, Paper, Turn
+from rag_bot.types import Answer, Citation, Mode, Paper, Turn
 
 # The chat's mode radio: label -> engine mode (None: the engine detects it from the question).
 MODES: dict[str, Mode | None] = {"Auto": None, "Ask": "ask", "Summarize an area": "summary", "Compare": "compare"}
@@ -58,8 +59,13 @@ def answer_html(text: str, turn: int) -> str:
 
 
 def answer_message(answer: Answer, turn: int) -> str:
-    """The chat message of a finished answer: its text with linked markers, then its notice (if any)."""
-    content = answer_html(answer.answer, turn)
+    """The chat message of a finished answer: its certainty in words, its text with linked markers, then its notice
+    (if any)."""
+    label = html.escape(words.CERTAINTY_LABELS[answer.certainty])
+    content = f'<p class="certainty" data-certainty="{answer.certainty}"><strong>{label}</strong></p>\n\n'
+    if answer.searched_for:
+        content += f"<p><em>{html.escape(words.SEARCHED_FOR.format(question=answer.searched_for))}</em></p>\n\n"
+    content += answer_html(answer.answer, turn)
     if answer.notice:
         content += f"\n\n<em>{markdown_text(answer.notice)}</em>"
     return content
@@ -113,10 +119,16 @@ def source_cards(answer: Answer, papers: Mapping[str, Paper], turn: int) -> str:
             f'<div class="src-card" id="src-{turn}-{c.n}">'
             f'<div><span class="src-n">[{c.n}]</span><span class="src-title">{html.escape(clean_markup(c.title))}'
             f"</span></div>"
-            f'<div class="src-meta">{html.escape(paper_place(paper, c.doc_id, c.source))}{link}</div>'
+            f'<div class="src-meta">{html.escape(source_meta(c, paper))}{link}</div>'
             f'<div class="src-abstract">{abstract}</div></div>'
         )
     return "".join(cards)
+
+
+def source_meta(citation: Citation, paper: Paper | None) -> str:
+    """A source card's line under its title: where the paper is from, its probability, whether it may be related."""
+    parts = [paper_place(paper, citation.doc_id, citation.source), words.probability_text(citation.probability)]
+    return " · ".join(p for p in parts if p) + (" · " + words.MAY_BE_RELATED if citation.related else "")
 
 
 def sources_panel(turns: Sequence[Turn], papers: Mapping[str, Paper]) -> str:
@@ -145,7 +157,7 @@ def export_markdown(turns: Sequence[Turn], papers: Mapping[str, Paper]) -> str:
         out += [f"## {t}. {markdown_safe(turn.question)}", ""]
         if turn.answer is None:
             continue
-        out += [markdown_safe(turn.answer.answer), ""]
+        out += [f"_{words.certainty_line(turn.answer.certainty)}_", "", markdown_safe(turn.answer.answer), ""]
         if turn.answer.notice:
             out += [f"_{markdown_safe(turn.answer.notice)}_", ""]
         if turn.answer.citations:
@@ -163,10 +175,11 @@ def export_markdown(turns: Sequence[Turn], papers: Mapping[str, Paper]) -> str:
 
 def answer_markdown(answer: Answer) -> str:
     """One answer with its references, as copied to the clipboard (under the sanitiser's Markdown rules)."""
-    lines = [markdown_safe(answer.answer)]
+    lines = [markdown_safe(answer.answer), "", words.certainty_line(answer.certainty)]
     if answer.citations:
         lines += ["", "References:"]
-        lines += [f"[{c.n}] {markdown_safe(clean_markup(c.title))} ({c.source}, {c.doc_id})"
+        lines += [f"[{c.n}] {markdown_safe(clean_markup(c.title))} ({c.source}, {c.doc_id}"
+                  + (f", {words.probability_text(c.probability)})" if c.probability is not None else ")")
                   for c in answer.citations]
     return "\n".join(lines)
 
@@ -381,6 +394,7 @@ def permalink_page(turn: Turn | None, papers: Mapping[str, Paper], when: float |
     if answer is None:
         parts.append("<p>(no answer was saved)</p>")
     else:
+        parts.append(f"<p><strong>{html.escape(words.certainty_line(answer.certainty))}</strong></p>")
         parts.append(f'<div class="answer">{saved_answer_html(answer.answer)}</div>')
         if answer.notice:
             parts.append(f"<p><em>{html.escape(mask_credentials(answer.notice))}</em></p>")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from rag_bot import answer_words as words
 from rag_bot.surfaces.ui import auth_pairs, check_upload
 from rag_bot.surfaces.ui.render import (
     answer_html,
@@ -453,7 +454,8 @@ def test_blank_question_is_a_warning_not_an_error(client, server):
 
 def test_out_of_collection_question_is_declined(client):
     text, sources, _ = chat(client, "How do I make a sourdough bread starter?")
-    assert "does not seem to cover" in text and "[1]" not in text
+    assert words.NOT_COVERED.split("{what}")[0] in text and "[1]" not in text
+    assert words.CERTAINTY_LABELS["none"] in text
     assert "src-card" not in sources
 
 
@@ -875,11 +877,11 @@ def test_a_permalink_page_renders_the_saved_markdown_safely(engine, tmp_path) ->
 def test_the_chat_and_ask_api_take_filters(client):
     icml = client.predict("What does CorrSteer do?", "Auto", 0, "ICML", "2026", "", "", api_name="/ask")
     assert icml["grounded"] and icml["filters"]["venue"] == "ICML"
-    assert icml["answer"].startswith("_Searched only the papers matching venue ICML, year 2026")
+    assert icml["answer"].startswith("_" + words.FILTER_NOTE.split("{filters}")[0] + "venue ICML, year 2026")
     nothing = client.predict("What does CorrSteer do?", "Auto", 0, "", "1990", "", "", api_name="/ask")
-    assert not nothing["grounded"] and "No paper in the collection matches year 1990" in nothing["answer"]
+    assert not nothing["grounded"] and words.NO_PAPER_MATCHES_FILTER.format(filters="year 1990") in nothing["answer"]
     messages, *_ = client.predict("What does CorrSteer do?", [], "Auto", 6, "", "2030", "", "", api_name="/chat")
-    assert "No paper in the collection matches year 2030" in str(messages[-1])
+    assert words.NO_PAPER_MATCHES_FILTER.format(filters="year 2030") in str(messages[-1])
 
 
 def test_an_offline_answer_arrives_in_one_update_after_the_question(engine, tmp_path) -> None:

@@ -1,0 +1,224 @@
+"""Selective answering, end to end (`engine.ask`): how sure each answer says it is, and how often that is right, at
+38, 3,000 and 22,000 papers, fit and locked parts side by side.
+
+    python -m bench.eval.certainty [--sizes 38 3000 22000] [--code DIR --tag base] [--readers 200]
+
+The sets (each question's part by `rag_bot.evaluation.split.locked`):
+- dev: tests/data/dev_questions.jsonl (every size; its unanswerable questions only on the seeds, where their labels
+  hold);
+- judged: bench/data/relevance_questions.jsonl with the judgements of bench/data/relevance_pairs.jsonl (3,000 and
+  22,000 papers);
+- generated: known items (a real paper's title) and their near misses (the paper and its near duplicates taken out);
+- readers: the readers' one-paper questions (bench/data/reader_questions_*.jsonl, the first `--readers` by hash) and
+  their near misses;
+- typos: every dev question with one realistic typo (`typo`, a fixed seed), all locked, answered beside its
+  spelled-right twin.
+
+For each certainty: the share of questions and how often it is right (confident or tentative: the collection answers
+the question and the first source shown is a relevant paper; none: the collection does not answer it); the two ways
+of being told wrong; the first source shown is the paper asked for; summaries' recall over close + possibly related
+papers and the close part's precision (judged papers only). `--code DIR` answers with another checkout's rag_bot (a
+baseline: its `grounded` read as confident, a refusal or an answer opening with what is missing as none, every
+citation as close). Writes bench/results/certainty-<tag>.json and prints the table of docs/eval.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from bench.fit.relevance import (
+    DEV,
+    PAIRS,
+    QUESTIONS,
+    generated_items,
+    near_duplicates,
+    read_jsonl,
+    reader_items,
+    store_of,
+    without,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "bench" / "results"
+SEED = 51  # the typo set's random seed (fixed: the set is the same in every run)
+KEYBOARD = ["qwertyuiop", "asdfghjkl", "zxcvbnm"]
+
+
+def neighbours(letter: str) -> str:
+    """The letters beside one on a QWERTY keyboard (a slip of the finger)."""
+    for row in KEYBOARD:
+        i = row.find(letter)
+        if i >= 0:
+            return row[max(0, i - 1):i] + row[i + 1:i + 2]
+    return ""
+
+
+def typo(question: str, rng: random.Random) -> str | None:
+    """The question with one realistic typo in one of its longer words: two letters swapped, one dropped, one
+    doubled, or one struck beside it; None when it has no word of five letters or more."""
+    words = [m for m in re.finditer(r"[A-Za-z]{5,}", question)]
+    if not words:
+        return None
+    m = rng.choice(words)
+    w, i = m.group(), rng.randrange(1, len(m.group()) - 1)
+    kind = rng.choice(["swap", "drop", "double", "slip"])
+    if kind == "swap":
+        new = w[:i] + w[i + 1] + w[i] + w[i + 2:]
+    elif kind == "drop":
+        new = w[:i] + w[i + 1:]
+    elif kind == "double":
+        new = w[:i] + w[i] + w[i:]
+    else:
+        near = neighbours(w[i].lower())
+        new = w[:i] + (rng.choice(near) if near else w[i]) + w[i + 1:]
+    if new == w:
+        new = w[:i] + w[i + 1:]
+    return question[:m.start()] + new + question[m.end():]
+
+
+def certainty_of(answer) -> str:
+    """An answer's certainty; a checkout from before it: grounded as confident, a refusal or an answer that opens with
+    what the collection lacks as none."""
+    value = getattr(answer, "certainty", None)
+    if value is not None:
+        return value
+    first = [line for line in answer.answer.split("\n") if line.strip() and not line.startswith("_")]
+    lacks = bool(first) and first[0].startswith(("No paper in the collection", "The collection does not seem to cover"))
+    return "none" if not answer.grounded or lacks else "confident"
+
+
+def row(engine, question: str, mode: str | None, relevant: set[str], judged: dict[str, bool] | None = None,
+        drop: set[str] | None = None) -> dict:
+    """One answer as the figures need it."""
+    with without(engine, drop):
+        answer = engine.ask(question, mode=mode)
+    certainty = certainty_of(answer)
+    cited = [c.doc_id for c in answer.citations]
+    close = [c.doc_id for c in answer.citations if not getattr(c, "related", False)]
+    labels = judged if judged is not None else {d: d in relevant for d in cited}
+    close_judged = [labels[d] for d in close if d in labels]
+    return {"question": question, "certainty": certainty, "answerable": bool(relevant), "first": cited[0] if cited else None,
+            "first right": bool(cited) and cited[0] in relevant, "mode": answer.mode,
+            "recall": len(relevant & set(cited)) / len(relevant) if relevant and answer.mode == "summary" else None,
+            "close precision": (sum(close_judged) / len(close_judged)) if close_judged and answer.mode == "summary"
+            and certainty == "confident" else None,
+            "close": len(close), "related": len(cited) - len(close),
+            "ms": answer.timings_ms.get("total")}
+
+
+def figures(rows: list[dict]) -> dict:
+    """Selective answering over one set's rows."""
+    out: dict = {"n": len(rows)}
+    for level in ("confident", "tentative", "none"):
+        mine = [r for r in rows if r["certainty"] == level]
+        right = [(r["answerable"] and r["first right"]) if level != "none" else not r["answerable"] for r in mine]
+        out[level] = [round(len(mine) / max(len(rows), 1), 3), round(float(np.mean(right)), 3) if right else None]
+    held = [r for r in rows if r["answerable"]]
+    lacking = [r for r in rows if not r["answerable"]]
+    out["answerable told none"] = round(np.mean([r["certainty"] == "none" for r in held]), 3) if held else None
+    out["unanswerable told confident"] = (round(np.mean([r["certainty"] == "confident" for r in lacking]), 3)
+                                          if lacking else None)
+    out["confident coverage"] = round(np.mean([r["certainty"] == "confident" for r in held]), 3) if held else None
+    out["first source right"] = round(np.mean([r["first right"] for r in held]), 3) if held else None
+    for key in ("recall", "close precision"):
+        values = [r[key] for r in rows if r[key] is not None]
+        out[key] = round(float(np.mean(values)), 3) if values else None
+    summaries = [r for r in rows if r["mode"] == "summary" and r["certainty"] == "confident"]
+    if summaries:
+        out["close / related listed"] = [round(float(np.mean([r["close"] for r in summaries])), 1),
+                                         round(float(np.mean([r["related"] for r in summaries])), 1)]
+    return out
+
+
+def by_hash(items: list[dict], count: int) -> list[dict]:
+    """The first `count` items in the order of their id's hash (the same in every run)."""
+    return sorted(items, key=lambda q: hashlib.sha1(q["id"].encode()).hexdigest())[:count]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", nargs="*", type=int, default=[38, 3000, 22000])
+    parser.add_argument("--generated", type=int, default=150)
+    parser.add_argument("--readers", type=int, default=200)
+    parser.add_argument("--code", type=Path, help="another checkout whose rag_bot answers (a baseline)")
+    parser.add_argument("--tag", default="current")
+    args = parser.parse_args()
+    if args.code:
+        from bench.checkout import use_rag_bot_from
+
+        use_rag_bot_from(args.code)
+    from rag_bot.engine import Engine
+    from rag_bot.evaluation.split import locked
+    from rag_bot.settings import Settings
+
+    pairs = read_jsonl(PAIRS)
+    report: dict = {}
+    rows_out: dict = {}
+    for size in args.sizes:
+        store = store_of(size)
+        if not (store / "chroma.sqlite3").exists():
+            print(f"skipped {size}: {store} not built (python -m bench.collections {size})", file=sys.stderr)
+            continue
+        engine = Engine(Settings(storage=store))
+        groups: dict[str, list[dict]] = {}
+
+        def add(name: str, qid: str, r: dict, part: str | None = None, groups: dict = groups) -> None:
+            r["id"] = qid
+            groups.setdefault(f"{part or ('locked' if locked(qid) else 'fit')} {name}", []).append(r)
+
+        dev = read_jsonl(DEV)
+        rng = random.Random(SEED)
+        for q in dev:
+            expected = set(q.get("expected") or []) if q["kind"] != "unanswerable" else set()
+            if size != 38 and not expected:
+                continue  # among real distractors an unanswerable label may no longer hold
+            mode = q.get("mode") if q["kind"] in ("summary", "compare") else None
+            twin = row(engine, q["question"], mode, expected)
+            add("dev", q["id"], twin)
+            typed = typo(q["question"], rng)
+            if typed:
+                r = row(engine, typed, mode, expected)
+                r["as twin"] = r["certainty"] == twin["certainty"] and r["first"] == twin["first"]
+                add("typos", q["id"], r, part="locked")
+        if size != 38:
+            for q in read_jsonl(QUESTIONS):
+                labels = {p["doc_id"]: bool(p["relevant"]) for p in pairs if p["qid"] == q["id"]}
+                relevant = {d for d, v in labels.items() if v and d in engine.retriever.papers}
+                add("judged", q["id"], row(engine, q["question"], q["mode"] if q["mode"] != "ask" else None, relevant,
+                                           labels))
+            for item in generated_items(engine, size, args.generated):
+                target = item["target"][0]
+                add("generated", item["id"], row(engine, item["question"], None, {target}))
+                ids = [p.paper.doc_id for p in engine.retriever.retrieve_papers(item["question"], top_k=15)]
+                add("generated", item["id"], row(engine, item["question"], None, set(), {},
+                                                 near_duplicates(engine, target, ids)))
+            for q in by_hash(reader_items(engine), args.readers):
+                target = q["target"][0]
+                add("readers", q["id"], row(engine, q["question"], None, {target}))
+                ids = [p.paper.doc_id for p in engine.retriever.retrieve_papers(q["question"], top_k=15)]
+                add("readers", q["id"], row(engine, q["question"], None, set(), {},
+                                            near_duplicates(engine, target, ids)))
+        report[str(size)] = {name: figures(rows) for name, rows in sorted(groups.items())}
+        for name, rows in groups.items():
+            if name.endswith("typos"):
+                report[str(size)][name]["answered as twin"] = round(float(np.mean([r["as twin"] for r in rows])), 3)
+        ms = sorted(r["ms"] for rows in groups.values() for r in rows if r["ms"] is not None)
+        report[str(size)]["latency ms p50 / p95"] = [ms[len(ms) // 2], ms[int(len(ms) * 0.95)]] if ms else None
+        rows_out[str(size)] = groups
+        print(json.dumps({size: report[str(size)]}, indent=1), file=sys.stderr)
+    out = RESULTS / f"certainty-{args.tag}.json"
+    out.write_text(json.dumps({"figures": report, "rows": rows_out}, indent=1) + "\n")
+    print(f"wrote {out.relative_to(ROOT)}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
