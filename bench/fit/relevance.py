@@ -222,9 +222,11 @@ def collect(size: int, generated: int, part: str) -> list[dict]:
         print(f"skipped {size}: {store} not built (python -m bench.collections {size})", file=sys.stderr)
         return []
     engine = Engine(Settings(storage=store))
-    if size == 38:
-        return dev_rows(engine) if part == "judged" else []
-    out = []
+    if size == 38 and part != "judged":
+        return []
+    out = dev_rows(engine) if size == 38 else []
+    # The judged questions on the seeds too: their judged pools held the seeds, so a seed judged relevant is one, and a
+    # question no paper of the 3,000 answers has no answer among the 38.
     for q in read_jsonl(QUESTIONS) if part == "judged" else []:
         ids, named, rows = question_rows(engine, q["question"], q["mode"])
         # Labels, relevant papers and answerability come from the judgements when the records are read (relabel).
@@ -280,7 +282,8 @@ def relabel(records: list[dict]) -> None:
             continue
         r["labels"] = [labels.get((r["qid"], d)) for d in r["ids"]]
         # Relevant papers of this collection: the judged ones it holds (a 3,000-paper judgement holds at 22,000).
-        held = {d for d in relevant.get(r["qid"], set()) if r["size"] != 3000 or "#" in d or d in three_k()}
+        held = {d for d in relevant.get(r["qid"], set())
+                if "#" in d or (r["size"] == 3000 and d in three_k()) or r["size"] > 3000}
         r["relevant"] = sorted(held)
         r["answerable"] = bool(held) or any(r["named"])
 

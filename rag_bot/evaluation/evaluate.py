@@ -74,11 +74,14 @@ def evaluate(engine: Engine, questions: list[Question], filters: Filters | None 
         integrity.append(citation_integrity(answer))
         ranking = [str(r["doc_id"]) for r in answer.retrieved]
         cited = [c.doc_id for c in answer.citations]
-        row: dict[str, object] = {"id": q.id, "kind": q.kind, "grounded": answer.grounded}
+        row: dict[str, object] = {"id": q.id, "kind": q.kind, "grounded": answer.grounded,
+                                  "certainty": answer.certainty}
+        # Told wrong, both ways: a question the collection does not answer answered confidently (a tentative answer
+        # shows the closest papers for the reader to judge: no claim), one it answers told nothing is close.
         if q.kind == "unanswerable":
-            refusals_ok.append(not answer.grounded)
+            refusals_ok.append(answer.certainty != "confident")
         else:
-            false_refusals.append(not answer.grounded)
+            false_refusals.append(answer.certainty == "none")
         if q.kind in ("single", "fact"):
             target = q.expected[:1]  # the one paper the question is about
             at_1.append(metrics.success_at_k(ranking, target, 1))

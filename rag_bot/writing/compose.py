@@ -217,14 +217,14 @@ class PaperSynthesizer(BaseSynthesizer):
                     answer = event
                 else:
                     yield event
-            if answer is not None and grounding.related and not missing:
+            if answer is not None and answer.citations:  # the writer's claims; a tentative answer only quotes
+                self._check_support(answer, sources)
+            if answer is not None and grounding.related and not missing:  # listed, not claimed: not checked
                 before = answer.answer
                 with_related(answer, grounding.related, grounding, query.question, self.sentences)
                 yield from word_deltas(answer.answer[len(before):])
         if answer is None:
             raise WriterUnavailable("the writer ended without an answer")
-        if answer.citations:
-            self._check_support(answer, [*sources, *grounding.related])
         if missing:
             answer.answer = f"{missing}\n\n{answer.answer}"
             answer.mode = query.mode

@@ -134,11 +134,11 @@ def test_a_smaller_top_k_answers_and_declines_as_the_default_does(engine, seed_s
     decisions = []
     for question in TOP_K_QUESTIONS:
         default, with_3 = engine.ask(question), small.ask(question)
-        assert with_3.grounded == default.grounded, question
+        assert with_3.certainty == default.certainty, question
         assert [c.doc_id for c in with_3.citations] == [c.doc_id for c in default.citations], question
         assert with_3.retrieved == default.retrieved and len(default.retrieved) == 10
-        decisions.append(default.grounded)
-    assert decisions == [False, True, False]
+        decisions.append(default.certainty)
+    assert decisions[1] == "confident" and decisions[2] == "none", decisions  # answered, and the bread declined
 
 
 def test_a_candidate_count_the_relevance_model_was_not_fitted_with_is_refused(seed_storage, monkeypatch, capsys):

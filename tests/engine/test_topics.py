@@ -53,6 +53,8 @@ def refusal_problem(engine, frame: str, topic: str) -> str:
     """What is wrong with the answer to the frame asked about the topic ("" when it is a refusal quoting the topic
     and none of the frame's own words)."""
     answer = engine.ask(frame.format(topic))
+    if answer.certainty == "tentative":
+        return ""  # shown as the closest papers, for the reader to judge: no claim, and nothing quoted (counted below)
     if answer.grounded or answer.citations:
         return "answered, not refused"
     quoted = QUOTED.search(answer.answer)
@@ -84,6 +86,10 @@ def test_a_refusal_quotes_the_topic_and_none_of_the_words_it_was_asked_with(engi
     unquoted = [frame.format(topic) for frame, topic in PAIRS
                 if engine.ask(frame.format(topic)).answer.startswith(UNQUOTED)]
     assert len(unquoted) <= len(PAIRS) // 10, unquoted
+    # No paper is about these topics: nearly all are refused, not shown tentatively (the certainty's cut at the seeds'
+    # size lets through the evidence of 2 % of the answerable questions, bench/fit/certainty.py).
+    tentative = [frame.format(topic) for frame, topic in PAIRS if engine.ask(frame.format(topic)).certainty != "none"]
+    assert len(tentative) <= len(PAIRS) // 10, tentative
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ def answer(question: str, retrieved: list[str], cited: list[str], grounded: bool
     citations = [Citation(n=i, doc_id=d, title=d, source="test", quote="q") for i, d in enumerate(cited, start=1)]
     body = text + " " + " ".join(f"[{c.n}]" for c in citations) if grounded else "I cannot answer that."
     return Answer(question=question, mode="ask", answer=body, grounded=grounded, citations=citations,
+                  certainty="confident" if grounded else "none",
                   retrieved=[{"doc_id": d, "score": 1.0} for d in retrieved], timings_ms={"total": 10.0})
 
 

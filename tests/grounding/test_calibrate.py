@@ -257,7 +257,7 @@ def test_a_server_of_another_geometry_answers_as_minilm_once_ingest_has_calibrat
     before = evaluate(uncalibrated, few)
     minilm = {row["id"]: row for row in want["rows"]}
     wrong = [row["id"] for row in before["rows"] if row["grounded"] != minilm[row["id"]]["grounded"]]
-    assert len(wrong) >= 3, before["rows"]  # answerable questions declined, an absent topic answered
+    assert len(wrong) >= 2, before["rows"]  # absent topics answered (every cosine near 1 reads as close)
     assert all(len(row["cited"]) > len(engine.papers) // 2 for row in before["rows"] if row["kind"] == "summary")
 
     assert main(["--storage", str(tmp_path), "ingest", str(SEEDS)]) == 0

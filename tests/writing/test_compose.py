@@ -178,8 +178,8 @@ def test_near_misses_are_declined_shown_tentatively_or_told_what_is_missing(ask)
 @pytest.mark.parametrize(
     ("question", "topic"),
     [
-        ("How well do language models predict protein function?", "language models predict protein function"),
-        ("What does the collection say about mixture-of-experts routing?", "mixture-of-experts routing"),
+        ("How well do satellites predict crop yields?", "satellites predict crop yields"),
+        ("What does the collection say about coral reef bleaching?", "coral reef bleaching"),
     ],
 )
 def test_a_refusal_names_the_questions_topic_not_the_words_of_the_request(ask, question, topic):
@@ -459,7 +459,7 @@ def test_a_bold_heading_is_not_a_claim_of_the_paper_it_names():
 
 @pytest.mark.parametrize("question, mode", [
     ("what does CorrSteer gain on HarmBench?", None), ("how much faster is OServe?", None),
-    ("Compare CorrSteer and SARSteer", None), ("Which papers study LLM inference serving?", None),
+    ("Compare CorrSteer and SARSteer", None), ("Summarize the work on benchmarks for agents", "summary"),
     ("Summarize the work on federated LoRA fine-tuning", "summary"),
 ])
 def test_offline_claims_are_checked_against_the_abstract_sentences_they_quote(engine, ask, question, mode):
@@ -471,6 +471,7 @@ def test_offline_claims_are_checked_against_the_abstract_sentences_they_quote(en
         raise AssertionError(f"embedded again: {texts}")
 
     answer = ask(question, mode)
+    assert answer.certainty == "confident", "a tentative answer only quotes: it is not checked"
     scores = support_scores(answer, engine.papers, engine.sentences.of, no_embedding)
     assert scores == {c.n: c.support for c in answer.citations}
     assert all(score >= 0.95 for score in scores.values()), scores
@@ -490,8 +491,15 @@ def test_a_summary_line_says_what_the_paper_does_or_finds(engine, ask):
     for question in ("Summarize the work on making LLM inference and serving cheaper.",
                      "Give me an overview of the work on efficient attention and KV caches.",
                      "Summarize the work on federated learning", "Summarize the work on steering.",
-                     "Summarize the work on evaluating language models."):
-        for c in ask(question, "summary").citations:
+                     "Summarize the work on evaluating language models.", "Summarize the work on speculative decoding",
+                     "Summarize the work on reinforcement learning for reasoning",
+                     "Summarize the work on benchmarks for agents", "Summarize the work on KV cache compression"):
+        answer = ask(question, "summary")
+        if answer.certainty != "confident":
+            continue  # a tentative one shows each paper by its sentence closest to the question, for the reader
+        for c in answer.citations:
+            if c.related:
+                continue  # listed by title and probability, not summarised
             whole = quoted_from(engine, c)[0]
             role = labels.get((c.doc_id, hashlib.sha1(whole.encode()).hexdigest()[:12]))
             roles += [role] if role else []

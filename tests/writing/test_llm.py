@@ -119,7 +119,7 @@ def test_out_of_range_missing_and_duplicate_citations_are_fixed(llm_engine, stub
                           f"Claim five [0].")
 
     stub.default = reply
-    question = "Summarize the work on quantization"  # answered confidently: the model writes it
+    question = "Summarize the work on reinforcement learning for reasoning"  # confident: the model writes it
     for streaming in (True, False):
         stub.requests.clear()
         answer = stream_events(e, question, mode="summary")[1] if streaming else e.ask(question, mode="summary")
@@ -156,7 +156,7 @@ def test_429_is_retried_then_succeeds(llm_engine, stub):
 def test_each_mode_asks_for_its_own_form(llm_engine, stub):
     e = llm_engine()
     stub.default = lambda body: Reply(text="Claim [1].")
-    questions = {"ask": CORRSTEER, "summary": "Summarize the work on quantizing or compressing LLM weights.",
+    questions = {"ask": CORRSTEER, "summary": "Summarize the work on reinforcement learning for reasoning",
                  "compare": "compare CorrSteer and SARSteer"}
     for mode, question in questions.items():
         stub.requests.clear()
@@ -366,7 +366,7 @@ def test_cli_streams_the_llm_answer_and_keeps_json_and_notices_apart(stub, seed_
 
 def test_a_claim_cited_to_the_wrong_source_is_flagged_as_weakly_supported(llm_engine, stub, engine):
     e = llm_engine()
-    question = "Summarize the work on quantization"  # answered confidently: the model writes it
+    question = "Summarize the work on reinforcement learning for reasoning"  # confident: the model writes it
 
     def sources_of(body: dict) -> list[str]:
         return re.findall(r"Abstract: (.*)\n</source>", user_prompt(body))

@@ -105,7 +105,7 @@ def test_a_local_gguf_answers_through_the_whole_pipeline(local_engine):
 
     deltas: list[str] = []
     final: Answer | None = None
-    for event in local_engine.stream("Summarize the work on quantizing or compressing LLM weights.", max_papers=1):
+    for event in local_engine.stream("Summarize the work on reinforcement learning for reasoning", max_papers=1):
         if isinstance(event, Answer):
             final = event
         else:
