@@ -75,6 +75,7 @@ def test_an_answer_keeps_its_markers_references_and_citations(first, engine):
     assert first.model == "rag-bot" and first.choices[0].message.role == "assistant"
     citation = extra["citations"][0]
     assert extra["grounded"] and extra["mode"] == "ask" and extra["retrieved"]
+    assert extra["certainty"] == "confident" and 0 < citation["probability"] <= 1, "how sure, in the extension"
     assert citation["n"] == 1 and citation["title"] == "CorrSteer" and citation["quote"]
     assert engine.papers[citation["doc_id"]].title == "CorrSteer"
     body, references = content.split("\n\nReferences:\n")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from rag_bot import answer_words as words
 from rag_bot.text import clean_markup
 from tests.conftest import SEEDS, paper_with, run_main
 
@@ -208,6 +209,10 @@ def test_ask_prints_answer_and_sources_without_importing_gradio(run, engine):
     capkv = paper_with(engine, "CapKV")
     assert "[1]" in answer and "Sources:" in answer
     assert f"[1] {clean_markup(engine.retriever.papers[capkv].title)} ({capkv}," in answer
+    # how sure it is, in words, and each source's probability
+    direct = engine.ask("how does capkv work")
+    assert words.certainty_line(direct.certainty) in answer
+    assert words.probability_text(direct.citations[0].probability) in answer
 
 
 def test_lone_surrogate_record_is_indexed_with_a_warning_not_a_crash(run, tmp_path):

@@ -89,7 +89,8 @@ def test_mcp_tools_over_stdio(seed_storage: Path):
     assert [p["doc_id"] for p in calls["search_year_number"]["papers"]] == [p["doc_id"] for p in papers[:3]]
 
     ask = calls["ask"]
-    assert ask["grounded"] and ask["mode"] == "ask"
+    assert ask["grounded"] and ask["mode"] == "ask" and ask["certainty"] == "confident"
+    assert all(0 < c["probability"] <= 1 for c in ask["citations"]), "each source's probability"
     assert "[1]" in ask["answer"] and "References:" in ask["answer"]
     assert ask["citations"][0]["doc_id"] == papers[0]["doc_id"] and ask["citations"][0]["quote"]
     assert f"[1] CorrSteer ({papers[0]['doc_id']})" in ask["answer"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -154,9 +155,26 @@ def test_answer_message_and_clipboard_text() -> None:
     answer = _answer("It <works> [1].", "q")
     answer.notice = "The model failed; <offline> answer."
     message = answer_message(answer, turn=2)
-    assert message.startswith('It &lt;works&gt; <a class="cite" href="#src-2-1">[1]</a>.')
+    label, body = message.split("\n\n", 1)
+    assert label == (f'<p class="certainty" data-certainty="{answer.certainty}">'
+                     f"<strong>{words.CERTAINTY_LABELS[answer.certainty]}</strong></p>"), "a plain label, in words"
+    assert body.startswith('It &lt;works&gt; <a class="cite" href="#src-2-1">[1]</a>.')
     assert message.endswith("<em>The model failed; &lt;offline&gt; answer.</em>")
-    assert answer_markdown(answer) == "It \\<works> [1].\n\nReferences:\n[1] T \\<b> (f.jsonl, x#1)"
+    assert answer_markdown(answer) == (f"It \\<works> [1].\n\n{words.certainty_line(answer.certainty)}\n\n"
+                                       "References:\n[1] T \\<b> (f.jsonl, x#1)")
+    answer.searched_for = "the question <spelled>"
+    assert html.escape(words.SEARCHED_FOR.format(question="the question <spelled>")) in answer_message(answer, 2)
+
+
+@pytest.mark.parametrize("certainty", ["confident", "tentative", "none"])
+def test_every_certainty_is_shown_in_words_and_each_card_its_probability(certainty) -> None:
+    answer = _answer("It works [1].", "q")
+    answer.certainty = certainty
+    answer.citations[0].probability = 0.42
+    assert words.CERTAINTY_LABELS[certainty] in answer_message(answer, turn=1)
+    assert words.probability_text(0.42) in source_cards(answer, {}, 1)
+    answer.citations[0].related = True
+    assert words.MAY_BE_RELATED in source_cards(answer, {}, 1)
 
 
 def test_sources_panel_lists_the_latest_answer_first_and_open() -> None:
