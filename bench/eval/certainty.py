@@ -138,6 +138,52 @@ def figures(rows: list[dict]) -> dict:
     return out
 
 
+def told_wrong(r: dict) -> float:
+    """1 when the answer tells the user what is not so: a question the collection answers told none, or one it does
+    not answer told confident."""
+    return float(r["certainty"] == "none" if r["answerable"] else r["certainty"] == "confident")
+
+
+OUTCOMES = {  # what users meet, per question: (value, applies)
+    "told wrong": (told_wrong, lambda r: True),
+    "first source right": (lambda r: float(r["first right"]), lambda r: r["answerable"]),
+    "summary recall": (lambda r: r["recall"], lambda r: r["recall"] is not None),
+}
+
+
+def paired(base: dict, new: dict, sizes: list[str], part: str = "locked", draws: int = 2000) -> dict:
+    """Per size and set, and over all of them, each outcome's mean before and after with the paired bootstrap's 95 %
+    interval of the difference (questions matched by set, id and order)."""
+    rng = np.random.default_rng(SEED)
+    out: dict = {}
+    pooled: dict[str, list[tuple[float, float]]] = {k: [] for k in OUTCOMES}
+    for size in sizes:
+        for name in sorted(set(base["rows"].get(size, {})) & set(new["rows"].get(size, {}))):
+            if not name.startswith(part):
+                continue
+            pairs = list(zip(base["rows"][size][name], new["rows"][size][name]))
+            for key, (value, applies) in OUTCOMES.items():
+                got = [(value(a), value(b)) for a, b in pairs if applies(a) and applies(b)]
+                if not got:
+                    continue
+                pooled[key] += got
+                out[f"{size} {name} {key}"] = interval(got, rng, draws)
+    for key, got in pooled.items():
+        if got:
+            out[f"all {part} {key}"] = interval(got, rng, draws)
+    return out
+
+
+def interval(got: list[tuple[float, float]], rng: np.random.Generator, draws: int) -> dict:
+    """Before, after, and the 95 % bootstrap interval of the paired difference (after − before)."""
+    a = np.asarray(got, dtype=float)
+    diff = a[:, 1] - a[:, 0]
+    samples = rng.integers(0, len(diff), size=(draws, len(diff)))
+    means = diff[samples].mean(axis=1)
+    return {"n": len(diff), "before": round(float(a[:, 0].mean()), 3), "after": round(float(a[:, 1].mean()), 3),
+            "difference 95%": [round(float(np.percentile(means, 2.5)), 3), round(float(np.percentile(means, 97.5)), 3)]}
+
+
 def by_hash(items: list[dict], count: int) -> list[dict]:
     """The first `count` items in the order of their id's hash (the same in every run)."""
     return sorted(items, key=lambda q: hashlib.sha1(q["id"].encode()).hexdigest())[:count]
@@ -150,7 +196,15 @@ def main() -> int:
     parser.add_argument("--readers", type=int, default=200)
     parser.add_argument("--code", type=Path, help="another checkout whose rag_bot answers (a baseline)")
     parser.add_argument("--tag", default="current")
+    parser.add_argument("--compare", nargs=2, metavar=("BASE", "NEW"),
+                        help="compare two tags' results (paired bootstrap on the locked part), then stop")
     args = parser.parse_args()
+    if args.compare:
+        base, new = (json.loads((RESULTS / f"certainty-{tag}.json").read_text()) for tag in args.compare)
+        report = {part: paired(base, new, [str(s) for s in args.sizes], part) for part in ("locked", "fit")}
+        (RESULTS / f"certainty-{args.compare[0]}-{args.compare[1]}.json").write_text(json.dumps(report, indent=1) + "\n")
+        print(json.dumps(report, indent=1))
+        return 0
     if args.code:
         from bench.checkout import use_rag_bot_from
 

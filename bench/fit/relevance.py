@@ -224,6 +224,9 @@ def collect(size: int, generated: int, part: str) -> list[dict]:
     engine = Engine(Settings(storage=store))
     if size == 38 and part != "judged":
         return []
+    if part == "dev":  # among real distractors: the dev set's answerable questions, their expected papers relevant
+        return [dict(r, size=size, labels=[True if x else None for x in r["labels"]]) for r in dev_rows(engine)
+                if r["answerable"]]
     out = dev_rows(engine) if size == 38 else []
     # The judged questions on the seeds too: their judged pools held the seeds, so a seed judged relevant is one, and a
     # question no paper of the 3,000 answers has no answer among the 38.
@@ -371,7 +374,7 @@ def load_records(sizes: list[int], parts: tuple[str, ...], generated: int = 300,
     records: list[dict] = []
     for size in sizes:
         for part in parts:
-            if part == "readers" and size == 38:
+            if part in ("readers", "dev") and size == 38:
                 continue
             cache = ROOT / "storage" / f"relevance-rows-{size}{STORES['suffix']}-{part}.jsonl.gz"
             if cache.exists() and not fresh:
