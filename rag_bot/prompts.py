@@ -41,8 +41,11 @@ MODE_INSTRUCTIONS: dict[Mode, str] = {
     "ask": "Answer the question directly in a short paragraph of 2 to 5 sentences, starting with the source that "
            "answers it best. Mention other sources only when they add something relevant.",
     # Why: a summary is read as a map of the work; grouping by theme is what makes it more than a list.
+    # Why the last sentence: the sources are the papers that match closely, not every paper the collection holds on
+    # the topic; a count stated as complete ("the collection holds 3 papers on this") is a claim nobody checked.
     "summary": "Summarize what the sources say about the topic, grouped by theme: each theme as a bold label on its "
-               "own line, then one bullet per paper stating its contribution, with its citation.",
+               "own line, then one bullet per paper stating its contribution, with its citation. Do not say how "
+               "many papers the collection holds on the topic: these are the closest ones, not necessarily all.",
     # Why: comparisons are easiest to read side by side, in the same rows the offline composer uses.
     "compare": "Compare the papers the question names in a Markdown table with one column per paper and the rows "
                "Problem, Approach and Reported results; cite the source in every cell. After the table, give the "

@@ -184,6 +184,30 @@ def interval(got: list[tuple[float, float]], rng: np.random.Generator, draws: in
             "difference 95%": [round(float(np.percentile(means, 2.5)), 3), round(float(np.percentile(means, 97.5)), 3)]}
 
 
+def table(figures: dict) -> str:
+    """docs/eval.md's table of one run's figures: a row per size, set and part."""
+    def pair(v: list | None) -> str:
+        return "—" if not v or v[0] == 0 else f"{v[0]:.2f} / {'—' if v[1] is None else f'{v[1]:.2f}'}"
+
+    def one(v: float | None) -> str:
+        return "—" if v is None else f"{v:.2f}"
+
+    lines = ["| papers | set | part | n | confident: share / right | tentative | none | answerable told none | "
+             "unanswerable told confident | confident coverage | first source right | summary recall (close + "
+             "related) | close precision | typos as twin |", "|" + "---|" * 15]
+    for size, groups in figures.items():
+        for name, f in groups.items():
+            if not isinstance(f, dict):
+                continue
+            part, label = name.split(" ", 1)
+            lines.append(f"| {size} | {label} | {part} | {f['n']} | {pair(f['confident'])} | {pair(f['tentative'])} | "
+                         f"{pair(f['none'])} | {one(f['answerable told none'])} | "
+                         f"{one(f['unanswerable told confident'])} | {one(f['confident coverage'])} | "
+                         f"{one(f['first source right'])} | {one(f['recall'])} | {one(f['close precision'])} | "
+                         f"{one(f.get('answered as twin'))} |")
+    return "\n".join(lines)
+
+
 def by_hash(items: list[dict], count: int) -> list[dict]:
     """The first `count` items in the order of their id's hash (the same in every run)."""
     return sorted(items, key=lambda q: hashlib.sha1(q["id"].encode()).hexdigest())[:count]
@@ -196,9 +220,13 @@ def main() -> int:
     parser.add_argument("--readers", type=int, default=200)
     parser.add_argument("--code", type=Path, help="another checkout whose rag_bot answers (a baseline)")
     parser.add_argument("--tag", default="current")
+    parser.add_argument("--table", metavar="TAG", help="print docs/eval.md's table of a tag's results, then stop")
     parser.add_argument("--compare", nargs=2, metavar=("BASE", "NEW"),
                         help="compare two tags' results (paired bootstrap on the locked part), then stop")
     args = parser.parse_args()
+    if args.table:
+        print(table(json.loads((RESULTS / f"certainty-{args.table}.json").read_text())["figures"]))
+        return 0
     if args.compare:
         base, new = (json.loads((RESULTS / f"certainty-{tag}.json").read_text()) for tag in args.compare)
         report = {part: paired(base, new, [str(s) for s in args.sizes], part) for part in ("locked", "fit")}
