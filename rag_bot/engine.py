@@ -36,14 +36,12 @@ from rag_bot.store.index import IngestReport, PaperIndex
 from rag_bot.store.sentences import SentenceIndex, stored_count
 from rag_bot.types import Answer, Filters, Grounding, Mode, Paper, Turn, final_answer
 from rag_bot.writing.compose import PaperSynthesizer
+from rag_bot.writing.llm import default_writer, judge_call
 from rag_bot.writing.offline import OfflineComposer
 
 if TYPE_CHECKING:
-    from llama_index.core.llms import ChatMessage
-
-    from rag_bot.grounding.judge import Generate, RelevanceJudge
+    from rag_bot.grounding.judge import RelevanceJudge
     from rag_bot.retrieval.rerank import RerankPostprocessor
-    from rag_bot.writing.llm import LLMComposer
 
 log = logging.getLogger(__name__)
 
@@ -59,23 +57,6 @@ class Stats(TypedDict):
     embedding: str  # the model that made the vectors, whatever the settings
     sources: dict[str, int]  # papers by source file
     sentence_vectors: int  # papers no answer has to embed
-
-
-def default_writer(settings: Settings, sentences: SentenceIndex) -> PaperSynthesizer:
-    """The writer the settings ask for: an LLM when `llm` (or `auto` with a key or base URL) says so."""
-    from rag_bot.writing.llm import LLMComposer, uses_llm
-
-    return LLMComposer(sentences, settings) if uses_llm(settings) else OfflineComposer(sentences, settings)
-
-
-def judge_call(writer: LLMComposer) -> Generate:
-    """The relevance judge's one call, made by the LLM writer's model: messages and a token budget to the whole
-    reply (not streamed); `WriterUnavailable` when the model cannot answer."""
-
-    def generate(messages: Sequence[ChatMessage], max_tokens: int) -> str:
-        return "".join(writer.generate(messages, stream=False, max_tokens=max_tokens))
-
-    return generate
 
 
 class Engine:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from llama_index.core.llms import LLM, ChatMessage
 from llama_index.core.prompts.mixin import PromptDictType
@@ -195,3 +195,21 @@ class LLMComposer(PaperSynthesizer):
 
     def _get_prompts(self) -> PromptDictType:
         return {"answer": ANSWER_USER_TEMPLATE, "condense": CONDENSE_TEMPLATE}
+
+
+def default_writer(settings: Settings, sentences: SentenceIndex) -> PaperSynthesizer:
+    """The writer the settings ask for: an LLM when `llm` (or `auto` with a key or base URL) says so, else the
+    offline writer."""
+    from rag_bot.writing.offline import OfflineComposer
+
+    return LLMComposer(sentences, settings) if uses_llm(settings) else OfflineComposer(sentences, settings)
+
+
+def judge_call(writer: LLMComposer) -> Callable[[Sequence[ChatMessage], int], str]:
+    """The relevance judge's one call, made by the LLM writer's model: messages and a token budget to the whole
+    reply (not streamed); `WriterUnavailable` when the model cannot answer."""
+
+    def generate(messages: Sequence[ChatMessage], max_tokens: int) -> str:
+        return "".join(writer.generate(messages, stream=False, max_tokens=max_tokens))
+
+    return generate

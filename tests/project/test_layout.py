@@ -13,7 +13,7 @@ from tests.conftest import ROOT
 
 PACKAGE = ROOT / "rag_bot"
 TESTS = ROOT / "tests"
-SHARED = {"types", "nodes", "settings", "prompts", "text", "topics", "sanitize", "errors", "logs", "question", "fitted", "interfaces"}
+SHARED = {"types", "nodes", "settings", "prompts", "answer_words", "text", "topics", "sanitize", "errors", "logs", "question", "fitted", "interfaces"}
 STAGES = ["reading", "store", "retrieval", "grounding", "writing", "engine", "evaluation", "surfaces"]
 # Stages the engine alone puts in order: none of them imports another (what one hands the next travels through the
 # engine's query engine, in the shared types and node metadata).

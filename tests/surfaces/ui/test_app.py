@@ -842,7 +842,8 @@ def test_saved_conversations_are_per_user_in_the_chat(engine, tmp_path) -> None:
 
 
 def test_permalink_page_and_saved_messages_escape_everything() -> None:
-    from rag_bot.surfaces.ui.render import conversation_messages, permalink_html, permalink_page
+    from rag_bot.surfaces.ui.permalink import permalink_page
+    from rag_bot.surfaces.ui.render import conversation_messages, permalink_html
 
     answer = _answer(f"x is {XSS} [1].", "Some <b>quote</b>.")
     paper = Paper(doc_id="x#1", title="T", text="t", source="f.jsonl", url="javascript:alert(1)")

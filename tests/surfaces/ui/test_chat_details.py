@@ -9,7 +9,7 @@ import re
 from itertools import groupby
 
 from rag_bot.surfaces.collection_map import map_of
-from rag_bot.surfaces.ui.app import CSS
+from rag_bot.surfaces.ui.assets import CSS
 from rag_bot.surfaces.ui.render import paper_rows, paper_table
 from rag_bot.types import ScoredPaper
 from rag_bot.writing.offline import OfflineComposer
