@@ -38,11 +38,11 @@ from bench.fit.relevance import (
     DEV,
     PAIRS,
     QUESTIONS,
+    engine_of,
     generated_items,
     near_duplicates,
     read_jsonl,
     reader_items,
-    store_of,
     without,
 )
 
@@ -237,19 +237,15 @@ def main() -> int:
         from bench.checkout import use_rag_bot_from
 
         use_rag_bot_from(args.code)
-    from rag_bot.engine import Engine
     from rag_bot.evaluation.split import locked
-    from rag_bot.settings import Settings
 
     pairs = read_jsonl(PAIRS)
     report: dict = {}
     rows_out: dict = {}
     for size in args.sizes:
-        store = store_of(size)
-        if not (store / "chroma.sqlite3").exists():
-            print(f"skipped {size}: {store} not built (python -m bench.collections {size})", file=sys.stderr)
+        engine = engine_of(size)
+        if engine is None:
             continue
-        engine = Engine(Settings(storage=store))
         groups: dict[str, list[dict]] = {}
 
         def add(name: str, qid: str, r: dict, part: str | None = None, groups: dict = groups) -> None:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.fit.relevance import DEV, PAIRS, QUESTIONS, generated_items, read_jsonl, reader_items, store_of
+from bench.fit.relevance import DEV, PAIRS, QUESTIONS, engine_of, generated_items, read_jsonl, reader_items
 from rag_bot.evaluation.split import locked
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,8 +103,6 @@ def nearest(declined: list[dict]) -> dict:
 
 
 def main() -> int:
-    from rag_bot.engine import Engine
-    from rag_bot.settings import Settings
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", nargs="*", type=int, default=[38, 3000, 22000])
@@ -112,11 +110,9 @@ def main() -> int:
     args = parser.parse_args()
     report: dict = {"load average": os.getloadavg()[0]}
     for size in args.sizes:
-        store = store_of(size)
-        if not (store / "chroma.sqlite3").exists():
-            print(f"skipped {size}: {store} not built (python -m bench.collections {size})", file=sys.stderr)
+        engine = engine_of(size)
+        if engine is None:
             continue
-        engine = Engine(Settings(storage=store))
         start = time.time()
         rows = [row(engine, q) for q in questions(engine, size, args.generated)]
         groups: dict[str, list[dict]] = {}

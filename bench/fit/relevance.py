@@ -184,6 +184,18 @@ def store_of(size: int) -> Path:
     return ROOT / "storage" / f"bench-{size}{STORES['suffix']}"
 
 
+def engine_of(size: int):
+    """An engine over the benchmark store of a collection size, or None (said on stderr) when it is not built."""
+    from rag_bot.engine import Engine
+    from rag_bot.settings import Settings
+
+    store = store_of(size)
+    if not (store / "chroma.sqlite3").exists():
+        print(f"skipped {size}: {store} not built (python -m bench.collections {size})", file=sys.stderr)
+        return None
+    return Engine(Settings(storage=store))
+
+
 def with_cross(records: list[dict], folder: Path | None) -> list[str]:
     """Two more signals on every row, the trained cross-encoder's logit and its gap to the question's best
     (train/scorer.py), cached per size and model in storage/; the names of the columns appended."""
