@@ -84,6 +84,11 @@ def typo(question: str, rng: random.Random) -> str | None:
     return question[:m.start()] + new + question[m.end():]
 
 
+# How an answer of a checkout from before the answer's certainty (and rag_bot/answer_words.py) opened when it said
+# what the collection lacks: that checkout's own words, the only way to read its answers (`--code`).
+EARLIER_MISSING_OPENINGS = ("No paper in the collection", "The collection does not seem to cover")
+
+
 def certainty_of(answer) -> str:
     """An answer's certainty; a checkout from before it: grounded as confident, a refusal or an answer that opens with
     what the collection lacks as none."""
@@ -91,7 +96,7 @@ def certainty_of(answer) -> str:
     if value is not None:
         return value
     first = [line for line in answer.answer.split("\n") if line.strip() and not line.startswith("_")]
-    lacks = bool(first) and first[0].startswith(("No paper in the collection", "The collection does not seem to cover"))
+    lacks = bool(first) and first[0].startswith(EARLIER_MISSING_OPENINGS)
     return "none" if not answer.grounded or lacks else "confident"
 
 

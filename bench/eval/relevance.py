@@ -22,12 +22,12 @@ from pathlib import Path
 import numpy as np
 
 from bench.fit.relevance import PAIRS, QUESTIONS, generated_items, near_duplicates, read_jsonl, without
+from rag_bot.answer_words import states_missing
 from rag_bot.evaluation.split import locked  # the one locked split
 
 ROOT = Path(__file__).resolve().parents[2]
 
 RESULTS = ROOT / "bench" / "results" / "eval_relevance.json"
-MISSING_OPENING = "No paper in the collection"
 
 
 def answer_row(engine, question: str, mode: str | None, relevant: set[str], labels: dict[str, bool],
@@ -38,10 +38,11 @@ def answer_row(engine, question: str, mode: str | None, relevant: set[str], labe
         answer = engine.ask(question, mode=mode)
     cited = [c.doc_id for c in answer.citations]
     judged = [labels[d] for d in cited if d in labels]
-    first = answer.answer.split("\n")[0]
-    return {"grounded": answer.grounded, "states_missing": first.startswith(MISSING_OPENING) or
-            first.startswith("The collection does not seem to cover"),
-            "claims_area": "in the collection are on this" in answer.answer or "The collection holds" in answer.answer,
+    # Read from the answer's typed fields and its templates (rag_bot/answer_words.py), never its prose: an area is
+    # claimed by a confident summary; a tentative one shows the closest papers for the reader to judge.
+    return {"grounded": answer.grounded, "certainty": answer.certainty, "states_missing": states_missing(answer.answer),
+            "claims_area": answer.certainty == "confident" and answer.mode == "summary" and not
+            states_missing(answer.answer),
             "cited": cited, "precision": (sum(judged) / len(judged)) if judged else None,
             "unjudged": len(cited) - len(judged), "recall": (len(relevant & set(cited)) / len(relevant))
             if relevant else None, "integrity": citation_integrity(answer)}

@@ -18,6 +18,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from rag_bot import answer_words as words
+from rag_bot.answer_words import states_missing
+
 ROOT = Path(__file__).resolve().parents[2]
 PARTIAL = ROOT / "tests" / "data" / "partial_questions.jsonl"
 KEYS = ("R@1", "R@5", "MRR@10", "refusal accuracy", "false refusals", "summary/compare recall", "topic precision",
@@ -67,7 +70,7 @@ def partial_scores(engine) -> dict[str, object]:
             continue
         q = json.loads(line)
         answer = engine.ask(q["question"])
-        states = answer.answer.split("\n")[0].startswith("No paper in the collection")
+        states = states_missing(answer.answer) and answer.answer.startswith(words.MISSING_OPENINGS[0])
         (said if q["missing"] else wrong).append(states)
         rows.append({"id": q["id"], "states_missing": states, "grounded": answer.grounded,
                      "cited": [c.title for c in answer.citations][:4]})

@@ -23,7 +23,6 @@ from rag_bot.evaluation.split import locked  # the one locked split
 ROOT = Path(__file__).resolve().parents[2]
 
 DEV = ROOT / "tests" / "data" / "dev_questions.jsonl"
-MISSING_OPENINGS = ("No paper in the collection", "The collection does not seem to cover")
 
 
 def questions() -> list[dict]:
@@ -41,6 +40,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="write the rows as JSON lines here too")
     args = parser.parse_args()
     use_rag_bot_from(args.code)
+    from rag_bot import answer_words as words  # the templates of the checkout that answers
     from rag_bot.engine import Engine
     from rag_bot.settings import Settings
 
@@ -52,8 +52,8 @@ def main() -> int:
     for q in questions():
         answer = engine.ask(q["question"], mode=q["mode"] if q["mode"] != "ask" else None)
         first = answer.answer.split("\n")[0]
-        said = first if not answer.grounded or first.startswith(MISSING_OPENINGS) else f"(answered) {first[:80]}"
-        said = said.split(" The nearest topics it does cover are")[0]
+        said = first if not answer.grounded or first.startswith(words.MISSING_OPENINGS) else f"(answered) {first[:80]}"
+        said = said.split(words.NEAREST_TOPICS.split("{titles}")[0])[0]
         rows.append({"id": q["id"], "part": q["part"], "question": q["question"], "said": said})
         print(f"{q['id']:10} {q['part']:6} {q['question']}\n{'':17} -> {said}")
     if args.out:
