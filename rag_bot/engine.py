@@ -11,10 +11,11 @@ LLM writer cannot answer, the engine has the offline writer answer from the same
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.query_engine import RetrieverQueryEngine
@@ -34,7 +35,7 @@ from rag_bot.settings import Settings
 from rag_bot.store.chroma import store_label
 from rag_bot.store.index import IngestReport, PaperIndex
 from rag_bot.store.sentences import SentenceIndex, stored_count
-from rag_bot.types import Answer, Filters, Grounding, Mode, Paper, Turn, final_answer
+from rag_bot.types import Answer, Filters, Grounding, Mode, Paper, Stats, Turn, final_answer
 from rag_bot.writing.compose import PaperSynthesizer
 from rag_bot.writing.llm import default_writer, judge_call
 from rag_bot.writing.offline import OfflineComposer
@@ -46,17 +47,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 REWRITE_TURNS = 3  # earlier turns the model sees when it rewrites a follow-up
-
-
-class Stats(TypedDict):
-    """Size and location of the index (`Engine.stats`, `rag-bot stats --json`)."""
-
-    papers: int
-    chunks: int
-    store: str
-    embedding: str  # the model that made the vectors, whatever the settings
-    sources: dict[str, int]  # papers by source file
-    sentence_vectors: int  # papers no answer has to embed
 
 
 class Engine:
@@ -81,6 +71,7 @@ class Engine:
         self._query_engine: RetrieverQueryEngine | None = None
         self._grounding: GroundingStage | None = None
         self._reranker: RerankPostprocessor | None = None
+        self._building = threading.Lock()
 
     # --- parts (built on first use: opening the store for stats needs no model) ----------------------------
     @property
@@ -92,9 +83,12 @@ class Engine:
 
     @property
     def retriever(self) -> PaperRetriever:
-        """The paper retriever (it reads the collection for BM25 and names when built)."""
+        """The paper retriever (it reads the collection for BM25 and names when built). Built under a lock: an ingest
+        that ends while a question is building it reloads it after (else it would keep the collection before)."""
         if self._retriever is None:
-            self._retriever = PaperRetriever(self.index, self.settings)
+            with self._building:
+                if self._retriever is None:
+                    self._retriever = PaperRetriever(self.index, self.settings)
         return self._retriever
 
     @property
@@ -211,8 +205,10 @@ class Engine:
             prune = False
         report = self.index.ingest(result.papers, prune=prune, progress=progress, replace=replace)
         log.info("ingested %d files: %s", result.files, report)
-        if self._retriever is not None:
-            self._retriever.reload()
+        with self._building:  # a retriever being built now is reloaded once built
+            retriever = self._retriever
+        if retriever is not None:
+            retriever.reload()
         if self.settings.sentences_at_ingest() and report.written:
             self.embed_sentences(report.written, progress=sentence_progress)
         return report, result

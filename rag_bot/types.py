@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypedDict
 
 from pydantic import BaseModel, Field
 
@@ -216,6 +216,17 @@ class Answer(BaseModel):
         if self.filters is not None:
             include.add("filters")
         return self.model_dump(include=include, exclude_none=False)
+
+
+class Stats(TypedDict):
+    """Size and location of the index (`Engine.stats`, `rag-bot stats --json`)."""
+
+    papers: int
+    chunks: int
+    store: str
+    embedding: str  # the model that made the vectors, whatever the settings
+    sources: dict[str, int]  # papers by source file
+    sentence_vectors: int  # papers no answer has to embed
 
 
 class Turn(BaseModel):

@@ -33,6 +33,7 @@ from rag_bot.text import clean_markup
 from rag_bot.topics import topic_phrase, topic_query
 from rag_bot.types import DECLINED, Answer, Citation, Filters, Grounding, Missing, Mode, Paper, ScoredPaper
 from rag_bot.writing.citations import support_scores
+from rag_bot.writing.quotes import quoted
 
 if TYPE_CHECKING:
     from llama_index.core.schema import QueryType
@@ -78,13 +79,14 @@ def decline(question: str, mode: Mode, ranked: Sequence[ScoredPaper], filters: F
     return Answer(question=question, mode=mode, answer=text, grounded=False, citations=[], retrieved=[])
 
 
-def best_sentence(sentences: SentenceIndex, question: str, paper: Paper) -> str:
-    """A paper's sentence closest to the question's topic (cleaned of markup): what a tentative answer or a
-    possibly related paper is shown by."""
+def best_sentence(sentences: SentenceIndex, question: str, paper: Paper) -> tuple[str, str]:
+    """(quote, shown) of a paper's sentence closest to the question's topic, led by the sentence before it when it
+    points back (rag_bot/writing/quotes.py): what a tentative answer or a possibly related paper is shown by."""
     texts, vectors = sentences.of(paper)
     if not texts:
-        return clean_markup(paper.title)
-    return clean_markup(texts[int(np.argmax(vectors @ sentences.query_vector(topic_query(question))))])
+        return clean_markup(paper.title), clean_markup(paper.title)
+    i = int(np.argmax(vectors @ sentences.query_vector(topic_query(question))))
+    return quoted(texts[i], texts[i - 1] if i > 0 else "")
 
 
 def tentative(question: str, mode: Mode, closest: Sequence[ScoredPaper], sentences: SentenceIndex) -> Answer:
@@ -93,11 +95,11 @@ def tentative(question: str, mode: Mode, closest: Sequence[ScoredPaper], sentenc
     citations: list[Citation] = []
     lines: list[str] = []
     for n, paper in enumerate(closest, start=1):
-        sentence = best_sentence(sentences, question, paper.paper)
+        quote, shown = best_sentence(sentences, question, paper.paper)
         citations.append(Citation(n=n, doc_id=paper.paper.doc_id, title=clean_markup(paper.paper.title),
-                                  source=paper.paper.source, quote=sentence))
+                                  source=paper.paper.source, quote=quote))
         template = words.TENTATIVE_LEAD if n == 1 else words.TENTATIVE_OTHER
-        lines.append(template.format(title=clean_markup(paper.paper.title), ref=f"[{n}]", sentence=f"“{sentence}”"))
+        lines.append(template.format(title=clean_markup(paper.paper.title), ref=f"[{n}]", sentence=f"“{shown}”"))
     text = lines[0] if lines else ""
     if len(lines) > 1:
         text += "\n\n" + words.TENTATIVE_OTHERS + "\n" + "\n".join(lines[1:])
@@ -118,7 +120,7 @@ def with_related(answer: Answer, related: Sequence[ScoredPaper], grounding: Grou
         n = len(answer.citations) + 1
         answer.citations.append(Citation(n=n, doc_id=paper.paper.doc_id, title=clean_markup(paper.paper.title),
                                          source=paper.paper.source, related=True,
-                                         quote=best_sentence(sentences, question, paper.paper)))
+                                         quote=best_sentence(sentences, question, paper.paper)[0]))
         rows.append(words.RELATED_LINE.format(title=clean_markup(paper.paper.title),
                                               probability=grounding.probability(paper.paper.doc_id) or 0.0,
                                               ref=f"[{n}]"))

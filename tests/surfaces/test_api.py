@@ -114,8 +114,8 @@ def test_a_follow_up_uses_the_history(client, first):
         {"role": "user", "content": [{"type": "text", "text": follow_up}]},
     ])
     extra = reply.model_extra["rag_bot"]
-    assert not alone.model_extra["rag_bot"]["grounded"]  # without the conversation "it" is nothing
-    assert extra["grounded"] and extra["citations"][0]["title"] == "CorrSteer"
+    assert alone.model_extra["rag_bot"]["certainty"] != "confident"  # without the conversation "it" is nothing
+    assert extra["certainty"] == "confident" and extra["citations"][0]["title"] == "CorrSteer"
     assert "HarmBench" in reply.choices[0].message.content
 
 

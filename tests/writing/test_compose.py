@@ -170,7 +170,8 @@ def test_near_misses_are_declined_shown_tentatively_or_told_what_is_missing(ask)
         answer = ask(question, None)
         # declined, or shown as the closest papers for the reader to judge: never claimed as answered
         told.append(answer.certainty != "confident" or answer.answer.startswith(MISSING_OPENINGS))
-        if answer.certainty == "none" and not answer.answer.startswith(MISSING_OPENINGS[1:]):
+        lacks_part = answer.answer.startswith(words.LACKS_PART.split("{")[0])  # the closest on each part held follow
+        if answer.certainty == "none" and not lacks_part:
             assert answer.citations == [] and not CITE.search(answer.answer)
     assert sum(told) >= len(NEAR_MISSES) - 1, told
 
@@ -398,9 +399,14 @@ def test_offline_citations_are_supported_by_the_abstracts_they_cite(engine, ask)
 def test_an_area_cites_only_papers_on_its_topic(engine, ask, question, names):
     # Which of the topic's papers make the cut is a fitted decision (its recall is measured in docs/eval.md);
     # a paper off the topic is never cited.
+    # A tentative answer claims nothing of the closest papers it shows: they lead with the topic's own.
     answer = ask(question, None)
     cited = {c.doc_id for c in answer.citations}
-    assert cited and cited <= {paper_with(engine, name) for name in names}, answer.answer
+    topic = {paper_with(engine, name) for name in names}
+    if answer.certainty == "tentative":
+        assert answer.citations[0].doc_id in topic, answer.answer
+    else:
+        assert answer.certainty == "confident" and cited and cited <= topic, answer.answer
 
 
 def test_a_comparison_by_topic_with_one_paper_on_it_says_so(ask):

@@ -19,13 +19,13 @@ from rag_bot.errors import NoIndexError, StoreError
 from rag_bot.logs import configure_logging
 from rag_bot.settings import Settings
 from rag_bot.surfaces.access import Door, Sessions, http_server, open_routes
+from rag_bot.surfaces.ui.assets import CSS, HEAD
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
     from rag_bot.engine import Engine
-from rag_bot.surfaces.ui.assets import CSS, HEAD
-from rag_bot.surfaces.ui.base import Library, PageEngine, PendingEngine
+    from rag_bot.surfaces.ui.base import Library, PageEngine, PendingEngine
 
 log = logging.getLogger(__name__)
 
