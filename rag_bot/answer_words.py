@@ -15,9 +15,9 @@ from rag_bot.types import Certainty
 # The plain label every surface shows beside an answer (the chat's badge, the CLI's status line), so the certainty
 # is read in words, never from a colour alone.
 CERTAINTY_LABELS: dict[Certainty, str] = {
-    "confident": "Answered from the collection",
-    "tentative": "Tentative: the closest papers may answer this",
-    "none": "Not covered: no paper is close",
+    "confident": "the collection answers this",
+    "tentative": "the closest papers may answer this; check them",
+    "none": "no paper is close",
 }
 
 # --- none: nothing is close --------------------------------------------------------------------------------------
@@ -68,8 +68,13 @@ WRITER_FAILED = "The language model ({writer}) could not answer: {reason}. This 
 
 
 def certainty_line(certainty: Certainty) -> str:
-    """The certainty in words, as the CLI and the chat show it: "Certainty: tentative: the closest papers …"."""
-    return f"Certainty: {certainty}. {CERTAINTY_LABELS[certainty]}."
+    """The certainty in words, as the CLI prints it: "Certainty: tentative (the closest papers may …)"."""
+    return f"Certainty: {certainty} ({CERTAINTY_LABELS[certainty]})"
+
+
+def certainty_label(certainty: Certainty) -> str:
+    """The certainty as the chat's label by the answer: "Tentative: the closest papers may answer this; …"."""
+    return f"{certainty.capitalize()}: {CERTAINTY_LABELS[certainty]}"
 
 
 def probability_text(probability: float | None) -> str:

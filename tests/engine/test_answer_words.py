@@ -13,6 +13,7 @@ def test_every_certainty_has_a_plain_label():
     assert len(set(words.CERTAINTY_LABELS.values())) == len(CERTAINTIES), "each told apart in words"
     for certainty in CERTAINTIES:
         assert words.CERTAINTY_LABELS[certainty] in words.certainty_line(certainty)
+        assert words.CERTAINTY_LABELS[certainty] in words.certainty_label(certainty)
 
 
 @pytest.mark.parametrize(("close", "related", "arrangement"), [(1, 0, "plain"), (5, 3, "themes"), (8, 10, "central themes")])

@@ -60,7 +60,7 @@ def answer_html(text: str, turn: int) -> str:
 def answer_message(answer: Answer, turn: int) -> str:
     """The chat message of a finished answer: its certainty in words, its text with linked markers, then its notice
     (if any)."""
-    label = html.escape(words.CERTAINTY_LABELS[answer.certainty])
+    label = html.escape(words.certainty_label(answer.certainty))
     content = f'<p class="certainty" data-certainty="{answer.certainty}"><strong>{label}</strong></p>\n\n'
     if answer.searched_for:
         content += f"<p><em>{html.escape(words.SEARCHED_FOR.format(question=answer.searched_for))}</em></p>\n\n"

@@ -157,7 +157,7 @@ def test_answer_message_and_clipboard_text() -> None:
     message = answer_message(answer, turn=2)
     label, body = message.split("\n\n", 1)
     assert label == (f'<p class="certainty" data-certainty="{answer.certainty}">'
-                     f"<strong>{words.CERTAINTY_LABELS[answer.certainty]}</strong></p>"), "a plain label, in words"
+                     f"<strong>{words.certainty_label(answer.certainty)}</strong></p>"), "a plain label, in words"
     assert body.startswith('It &lt;works&gt; <a class="cite" href="#src-2-1">[1]</a>.')
     assert message.endswith("<em>The model failed; &lt;offline&gt; answer.</em>")
     assert answer_markdown(answer) == (f"It \\<works> [1].\n\n{words.certainty_line(answer.certainty)}\n\n"
@@ -171,7 +171,7 @@ def test_every_certainty_is_shown_in_words_and_each_card_its_probability(certain
     answer = _answer("It works [1].", "q")
     answer.certainty = certainty
     answer.citations[0].probability = 0.42
-    assert words.CERTAINTY_LABELS[certainty] in answer_message(answer, turn=1)
+    assert words.certainty_label(certainty) in answer_message(answer, turn=1)
     assert words.probability_text(0.42) in source_cards(answer, {}, 1)
     answer.citations[0].related = True
     assert words.MAY_BE_RELATED in source_cards(answer, {}, 1)
@@ -473,7 +473,7 @@ def test_blank_question_is_a_warning_not_an_error(client, server):
 def test_out_of_collection_question_is_declined(client):
     text, sources, _ = chat(client, "How do I make a sourdough bread starter?")
     assert words.NOT_COVERED.split("{what}")[0] in text and "[1]" not in text
-    assert words.CERTAINTY_LABELS["none"] in text
+    assert words.certainty_label("none") in text
     assert "src-card" not in sources
 
 
