@@ -445,7 +445,7 @@ def test_chat_answers_with_linked_citations_and_source_cards(client, engine):
     ("mode", "question", "expect"),
     [
         ("Ask", "how much faster is OServe?", "[1]"),
-        ("Summarize an area", "federated LoRA fine-tuning", "papers on this"),
+        ("Summarize an area", "federated LoRA fine-tuning", words.SUMMARY_CLOSE.format(count="", papers="papers match").strip()),
         ("Compare", "CorrSteer and SARSteer", "|---"),
     ],
 )
