@@ -416,10 +416,8 @@ def test_a_comparison_by_topic_with_one_paper_on_it_says_so(ask):
 
 
 @pytest.mark.parametrize("question, opening, cites", [
-    pytest.param("Summarize the work on sparse autoencoders for vision transformers.",
-                 words.LACKS_COMBINATION.format(first="sparse autoencoders", rest="vision transformers"), True,
-                 marks=pytest.mark.xfail(reason="the fitted area decision takes CorrSteer (SAEs on LLMs) for on "
-                                                "topic; partial questions are measured in docs/eval.md")),
+    ("Summarize the work on sparse autoencoders for vision transformers.",
+     words.LACKS_COMBINATION.format(first="sparse autoencoders", rest="vision transformers"), True),
     ("What does the collection say about speculative decoding for speech recognition?",
      words.LACKS_PART.format(lacking="speech recognition", held="speculative decoding"), True),
     ("Which papers use large language models for protein design?",
