@@ -137,7 +137,9 @@ def ground(
         # Answerable with none over the source cut: its best paper (a question naming papers is about them).
         on_topic = on_topic or ([] if named else by_probability[:1])
         close = (named + on_topic)[:max_papers or AREA_PAPERS]
-        related = [] if related_cut is None or max_papers else related_papers(close, by_probability, prob, related_cut)
+        # A paper limit (the chat's "Papers to use") bounds the close and the possibly related papers together.
+        related = [] if related_cut is None else related_papers(close, by_probability, prob, related_cut)
+        related = related[:max(0, max_papers - len(close))] if max_papers else related
         return Grounding("confident", best, close, related=related, ranking=ranking)
     # A direct answer cites the papers over its cut in retrieval's order: by probability its first citation is the
     # paper asked for about as often, not more on every set (bench/eval/decision_order.py, docs/eval.md).

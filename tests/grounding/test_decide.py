@@ -194,8 +194,11 @@ def test_a_summary_lists_papers_under_its_source_cut_as_possibly_related_never_m
     assert ids(decision.sources) == ["p0", "p1"] and ids(decision.related) == ["p2", "p3"]
     many, probs = ranked(0.9, *([0.4] * 30))
     assert len(ground(many, probs, "summary", MODEL, certainty="confident", related_cut=0.3).related) == RELATED_LIMIT
-    assert ground(many, probs, "summary", MODEL, max_papers=3, certainty="confident", related_cut=0.3).related == [], \
-        "a paper limit lists only the close"
+    assert ground(many, probs, "summary", MODEL, max_papers=1, certainty="confident", related_cut=0.3).related == [], \
+        "a paper limit the close ones fill lists no more"
+    limited = ground(papers, [0.9, 0.7, 0.5, 0.35, 0.29, 0.1], "summary", MODEL, max_papers=3, certainty="confident",
+                     related_cut=0.3)
+    assert ids(limited.sources) == ["p0", "p1"] and ids(limited.related) == ["p2"], "the limit bounds both together"
 
 
 def test_a_named_paper_is_confident_whatever_its_probability():
