@@ -38,8 +38,8 @@ ASK_PAPERS = 4  # a direct answer
 AREA_PAPERS = 40  # a summary (the most central are summarised, the rest listed)
 COMPARE_PAPERS = 4  # a comparison by topic
 TENTATIVE_PAPERS = 3  # the closest papers a tentative answer shows (as a refusal names its nearest topics)
-# A summary's possibly related papers: at most ten (a reader's list), never more than the close ones when those are
-# more. At 3,000 papers the close list holds 2.2 papers on average, and the relevant papers close + related recall
+# A summary's possibly related papers: at most ten (a reader's list; with a paper limit, what the close ones leave of
+# it). At 3,000 papers the close list holds 2.2 papers on average, and the relevant papers close + related recall
 # reach 0.9 on the fit part only with up to ten listed (0.80 with three; bench/fit/certainty.py, docs/eval.md).
 RELATED_LIMIT = 10
 
@@ -73,12 +73,12 @@ def candidate_mismatch(settings: Settings, model: RelevanceModel) -> str | None:
     return None
 
 
-def certainty_of(best: float, named: bool, mode: Mode, model: RelevanceModel, collection_size: int,
+def certainty_of(best: float, mode: Mode, model: RelevanceModel, collection_size: int,
                  confident_cut: float | None = None) -> Certainty:
-    """Two-valued, from the relevance model alone (no certainty model given): confident when a paper is named or the
-    best probability reaches the answer cut, else none."""
+    """Two-valued, from the relevance model alone (no certainty model given): confident when the best probability
+    reaches the answer cut, else none."""
     cut = model.cut(mode, "answer", collection_size) if confident_cut is None else confident_cut
-    return "confident" if named or best >= cut else "none"
+    return "confident" if best >= cut else "none"
 
 
 def ground(
@@ -114,7 +114,7 @@ def ground(
     if named:
         certainty = "confident"
     elif certainty is None:
-        certainty = certainty_of(best, False, mode, model, collection_size, answer_cut)
+        certainty = certainty_of(best, mode, model, collection_size, answer_cut)
     if certainty == "none":
         missing, sources = missing_part(topic, papers)
         return Grounding("none", best, sources=sources, missing=missing, ranking=ranking)
@@ -216,8 +216,7 @@ class GroundingStage:
         probabilities = model.probabilities(rows, query.mode)
         size = self.collection_size()
         graded = certainty_model()
-        measured = model.calibration.apply(rows) if model.calibration is not None else rows
-        covered = graded.covered(question_signals(measured, probabilities), query.mode) if len(rows) else 0.0
+        covered = graded.covered(question_signals(model.calibrated(rows), probabilities), query.mode)
         certainty = graded.certainty(covered, query.mode, size, self.settings.answer_confidence)
         return ground(chosen, probabilities.tolist(), query.mode, model, text, query.max_papers,
                       collection_size=size, certainty=certainty,

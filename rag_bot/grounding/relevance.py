@@ -102,11 +102,13 @@ class RelevanceModel:
         """"ask" for a direct answer, "area" for a summary or a comparison."""
         return "ask" if mode == "ask" else "area"
 
+    def calibrated(self, rows: np.ndarray) -> np.ndarray:
+        """Rows of signals on the scale the model was fitted on (another embedder's through its `calibration`)."""
+        return self.calibration.apply(rows) if self.calibration is not None else rows
+
     def probabilities(self, rows: np.ndarray, mode: str = "ask") -> np.ndarray:
         """The probability that each paper belongs to an answer in this mode, one per row of signals."""
-        if self.calibration is not None:
-            rows = self.calibration.apply(rows)
-        return (self.ask if self.family(mode) == "ask" else self.area).probabilities(rows)
+        return (self.ask if self.family(mode) == "ask" else self.area).probabilities(self.calibrated(rows))
 
     def cut(self, mode: str, which: str, collection_size: int = 0) -> float:
         """A fitted cut of the mode's family ("answer" or "source") for a collection of this many papers."""

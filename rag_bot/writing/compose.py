@@ -79,13 +79,14 @@ def decline(question: str, mode: Mode, ranked: Sequence[ScoredPaper], filters: F
     return Answer(question=question, mode=mode, answer=text, grounded=False, citations=[], retrieved=[])
 
 
-def best_sentence(sentences: SentenceIndex, question: str, paper: Paper) -> tuple[str, str]:
-    """(quote, shown) of a paper's sentence closest to the question's topic, led by the sentence before it when it
-    points back (rag_bot/writing/quotes.py): what a tentative answer or a possibly related paper is shown by."""
+def best_sentence(sentences: SentenceIndex, topic: np.ndarray, paper: Paper) -> tuple[str, str]:
+    """(quote, shown) of a paper's sentence closest to the question's topic (its vector), led by the sentence before
+    it when it points back (rag_bot/writing/quotes.py): what a tentative answer or a possibly related paper is shown
+    by."""
     texts, vectors = sentences.of(paper)
     if not texts:
         return clean_markup(paper.title), clean_markup(paper.title)
-    i = int(np.argmax(vectors @ sentences.query_vector(topic_query(question))))
+    i = int(np.argmax(vectors @ topic))
     return quoted(texts[i], texts[i - 1] if i > 0 else "")
 
 
@@ -94,8 +95,9 @@ def tentative(question: str, mode: Mode, closest: Sequence[ScoredPaper], sentenc
     for the reader to judge; nothing is claimed of them."""
     citations: list[Citation] = []
     lines: list[str] = []
+    topic = sentences.query_vector(topic_query(question))
     for n, paper in enumerate(closest, start=1):
-        quote, shown = best_sentence(sentences, question, paper.paper)
+        quote, shown = best_sentence(sentences, topic, paper.paper)
         citations.append(Citation(n=n, doc_id=paper.paper.doc_id, title=clean_markup(paper.paper.title),
                                   source=paper.paper.source, quote=quote))
         template = words.TENTATIVE_LEAD if n == 1 else words.TENTATIVE_OTHER
@@ -114,13 +116,14 @@ def with_related(answer: Answer, related: Sequence[ScoredPaper], grounding: Grou
     answer's own citations) and shown with its probability."""
     rows = []
     cited = {c.doc_id for c in answer.citations}
+    topic = sentences.query_vector(topic_query(question))
     for paper in related:
         if paper.paper.doc_id in cited:
             continue
         n = len(answer.citations) + 1
         answer.citations.append(Citation(n=n, doc_id=paper.paper.doc_id, title=clean_markup(paper.paper.title),
                                          source=paper.paper.source, related=True,
-                                         quote=best_sentence(sentences, question, paper.paper)[0]))
+                                         quote=best_sentence(sentences, topic, paper.paper)[0]))
         rows.append(words.RELATED_LINE.format(title=clean_markup(paper.paper.title),
                                               probability=grounding.probability(paper.paper.doc_id) or 0.0,
                                               ref=f"[{n}]"))
